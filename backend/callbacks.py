@@ -1,0 +1,58 @@
+"""The hook a training run reports through (the job queue and the CLI plug in here)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class TrainingCancelled(Exception):
+    """Raised inside the training loop when the callback asks to stop."""
+
+
+@dataclass
+class StepInfo:
+    """One optimizer step."""
+
+    step: int  # optimizer steps done so far (1-based)
+    total_steps: int
+    epoch: int  # 1-based epoch this step belongs to
+    loss: float
+    lr: float
+    samples_per_second: float
+    elapsed_seconds: float
+
+
+@dataclass
+class EpochInfo:
+    """One evaluation, after an epoch."""
+
+    epoch: int
+    total_epochs: int
+    step: int
+    metrics: dict[str, Any]  # accuracy, macro_f1, eval_loss, per_class, confusion_matrix
+    train_loss: float
+    is_best: bool
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class Callback:
+    """No-op base: override what you need. ``should_cancel`` is polled every step."""
+
+    def on_start(self, info: dict[str, Any]) -> None:
+        """Called once the model is built: trainable/total params, steps, device."""
+
+    def on_step(self, info: StepInfo) -> None:
+        """Called after every optimizer step."""
+
+    def on_epoch(self, info: EpochInfo) -> None:
+        """Called after each epoch's evaluation."""
+
+    def on_checkpoint(self, epoch: int, path: str) -> None:
+        """Called when a resumable checkpoint for ``epoch`` has been written."""
+
+    def on_log(self, message: str) -> None:
+        """A human-readable progress line."""
+
+    def should_cancel(self) -> bool:
+        return False

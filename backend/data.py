@@ -1,0 +1,613 @@
+"""Load and validate a user's labelled text table for classification.
+
+Flow: ``read_table`` (any supported format -> DataFrame, with read errors that
+name the file and line) -> column mapping (auto-detected, overridable) -> row
+checks and label ids -> a seeded stratified train/eval split. Everything here is
+pure: it reads the user's files and writes nothing, so the UI, the CLI and a
+worker can all call it. Work on cell values (usable rows, label names,
+stratified sampling, the UI's summaries) lives in ``data_stats``.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+from backend.data_stats import (
+    UsableRows,
+    check_classes,
+    check_eval_labels,
+    describe_missing,
+    eval_indices,
+    is_missing,
+    listing,
+    looks_numeric,
+    sorted_label_names,
+    stratified_sample,
+    summarize,
+    usable_rows,
+)
+from backend.errors import ConfigError, DataError
+
+if TYPE_CHECKING:
+    import datasets
+
+SUPPORTED_EXTENSIONS = (".csv", ".tsv", ".jsonl", ".json", ".parquet")
+TEXT_NAMES = (
+    "text", "sentence", "review", "content", "sms", "message", "tweet",
+    "document", "question", "text_a", "sentence1", "premise",
+)  # fmt: skip
+PAIR_NAMES = (
+    ("text_a", "text_b"),
+    ("sentence1", "sentence2"),
+    ("premise", "hypothesis"),
+)
+LABEL_NAMES = ("label", "labels", "class", "category", "target", "sentiment", "y")
+
+# pandas has no per-field limit; without this a long document (>128 KiB) in one
+# cell would fail to load. Raising a limit is harmless to other csv users.
+csv.field_size_limit(max(csv.field_size_limit(), 2**31 - 1))
+
+
+@dataclass(frozen=True)
+class ColumnMapping:
+    """Which columns hold the text, the optional second text, and the label."""
+
+    text: str
+    label: str
+    text_pair: str | None = None
+
+
+@dataclass
+class Split:
+    """One side of the data: texts, optional pair texts, label ids, source rows."""
+
+    texts: list[str]
+    pairs: list[str] | None
+    labels: list[int]
+    rows: list[int]
+
+    def __len__(self) -> int:
+        return len(self.texts)
+
+
+@dataclass
+class PreparedData:
+    """Validated train/eval splits plus everything needed to trace them back."""
+
+    train: Split
+    eval: Split
+    label_names: list[str]
+    mapping: ColumnMapping
+    warnings: list[str]
+    source: str
+    eval_source: str | None
+
+    @property
+    def id2label(self) -> dict[int, str]:
+        """Label id -> name, as a model config wants it."""
+        return dict(enumerate(self.label_names))
+
+    @property
+    def label2id(self) -> dict[str, int]:
+        """Label name -> id."""
+        return {name: i for i, name in enumerate(self.label_names)}
+
+
+# ---------------------------------------------------------------- reading
+
+
+def read_table(path: str | Path) -> pd.DataFrame:
+    """Read CSV/TSV/JSONL/JSON/Parquet into a DataFrame of all columns.
+
+    CSV/TSV cells stay strings exactly as written ("NA" and "null" are text).
+    Row ``i`` of the frame is data row ``i + 1`` of the file. Raises DataError
+    naming the file (and line, where there is one) for every read problem.
+    """
+    p = Path(path)
+    ext = p.suffix.lower()
+    if ext not in SUPPORTED_EXTENSIONS:
+        raise DataError(
+            f"{p.name}: unsupported file type '{ext or '(none)'}'; supported: "
+            f"{', '.join(SUPPORTED_EXTENSIONS)}. Export the table as UTF-8 CSV."
+        )
+    data = _read_bytes(p)
+    if ext == ".parquet":
+        df = _read_parquet(p, data)
+    else:
+        text = _decode(p, data)
+        if ext in (".csv", ".tsv"):
+            df = _read_delimited(p.name, text, "\t" if ext == ".tsv" else ",")
+        elif ext == ".jsonl":
+            df = _read_jsonl(p.name, text)
+        else:
+            df = _read_json(p.name, text)
+    if len(df) == 0:
+        found = f", only the columns {_names(df.columns)}" if len(df.columns) else ""
+        raise DataError(
+            f"{p.name}: no data rows{found}; add rows with text and labels."
+        )
+    return df
+
+
+def file_sha256(path: str | Path) -> str:
+    """Hex SHA-256 of a file's bytes, read in chunks (datasets can be large)."""
+    p = Path(path)
+    digest = hashlib.sha256()
+    try:
+        with p.open("rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(chunk)
+    except OSError as exc:
+        raise DataError(f"{p}: cannot read the file ({exc.strerror}).") from None
+    return digest.hexdigest()
+
+
+def _read_bytes(p: Path) -> bytes:
+    if not p.is_file():
+        what = "is a folder, not a file" if p.is_dir() else "file not found"
+        raise DataError(f"{p}: {what}; check the path.")
+    try:
+        data = p.read_bytes()
+    except OSError as exc:
+        raise DataError(f"{p}: cannot read the file ({exc.strerror}).") from None
+    if not data.strip():
+        size = "0 bytes" if not data else "only whitespace"
+        raise DataError(
+            f"{p.name}: the file is empty ({size}); it needs a header and data rows."
+        )
+    return data
+
+
+def _decode(p: Path, data: bytes) -> str:
+    nul = data.find(b"\x00")
+    if nul >= 0:
+        line = data.count(b"\n", 0, nul) + 1
+        raise DataError(
+            f"{p.name}: looks like a binary file, not text (NUL byte on line "
+            f"{line}); save the table as UTF-8 CSV/TSV/JSON Lines, or as Parquet."
+        )
+    try:
+        return data.decode("utf-8-sig")  # -sig: Excel's "CSV UTF-8" starts with a BOM
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise DataError(
+            f"{p.name}: not UTF-8 text (byte 0x{data[exc.start]:02x} on line {line}); "
+            "save the file with UTF-8 encoding."
+        ) from None
+
+
+def _read_delimited(name: str, text: str, delimiter: str) -> pd.DataFrame:
+    # The csv module rather than pandas: it knows where each record starts, so
+    # short rows (which pandas silently pads with NaN) get exact line numbers.
+    records = _csv_records(name, text, delimiter)
+    header = _header(name, records[0][1], delimiter)
+    ragged = [
+        (line, row, len(fields))
+        for row, (line, fields) in enumerate(records[1:], start=1)
+        if len(fields) != len(header)
+    ]
+    if ragged:
+        _raise_ragged(name, ragged, header, delimiter)
+    return pd.DataFrame([fields for _, fields in records[1:]], columns=header)
+
+
+def _csv_records(name: str, text: str, delimiter: str) -> list[tuple[int, list[str]]]:
+    """(first line, fields) of each non-blank record; quoted newlines handled."""
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=True)
+    records: list[tuple[int, list[str]]] = []
+    line = 1
+    try:
+        for fields in reader:
+            start, line = line, reader.line_num + 1
+            if fields and (len(fields) > 1 or fields[0].strip()):  # pandas skips blanks
+                records.append((start, fields))
+    except csv.Error as exc:
+        raise DataError(
+            f"{name}: line {line}: malformed quoting ({exc}); a field with quotes, "
+            "separators or line breaks must be wrapped in double quotes, with any "
+            "quote inside it doubled."
+        ) from None
+    return records  # not empty: _read_bytes rejected whitespace-only files
+
+
+def _header(name: str, record: list[str], delimiter: str) -> list[str]:
+    header = [cell.strip() or f"column_{i + 1}" for i, cell in enumerate(record)]
+    if len(header) == 1:
+        for other in [d for d in (",", "\t", ";", "|") if d != delimiter]:
+            if other in header[0]:
+                raise DataError(
+                    f"{name}: the header is one column {header[0]!r}; the file "
+                    f"seems to be separated by {other!r}. Save it comma-separated "
+                    "(.csv) or tab-separated (.tsv)."
+                )
+    dupes = sorted({c for c in header if header.count(c) > 1})
+    if dupes:
+        raise DataError(
+            f"{name}: duplicate column name(s) in the header: {_names(dupes)}."
+        )
+    return header
+
+
+def _raise_ragged(
+    name: str, ragged: list[tuple[int, int, int]], header: list[str], delimiter: str
+) -> None:
+    line, row, count = ragged[0]
+    sep = "tab" if delimiter == "\t" else repr(delimiter)
+    more = ""
+    if len(ragged) > 1:
+        lines = listing([r[0] for r in ragged[1:]])
+        more = f" ({len(ragged) - 1} more such row(s), on lines {lines})"
+    raise DataError(
+        f"{name}: line {line} (data row {row}) has {count} field(s) but the header has "
+        f"{len(header)} ({_names(header)}){more}. A text containing a {sep} must be "
+        "wrapped in double quotes; every row needs a value for every column."
+    )
+
+
+def _read_jsonl(name: str, text: str) -> pd.DataFrame:
+    records: list[dict[str, Any]] = []
+    # split on "\n" only: str.splitlines would also split at U+2028 inside strings
+    for number, line in enumerate(text.split("\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise DataError(
+                f"{name}: line {number} is not valid JSON ({exc.msg}, column "
+                f"{exc.colno}); each line must be one object like "
+                '{"text": "...", "label": "..."}.'
+            ) from None
+        if not isinstance(obj, dict):
+            raise DataError(
+                f"{name}: line {number} is a JSON {type(obj).__name__}, not an object; "
+                'each line must be one object like {"text": "...", "label": "..."}.'
+            )
+        records.append(obj)
+    return pd.DataFrame(records, dtype=object)
+
+
+def _read_json(name: str, text: str) -> pd.DataFrame:
+    """A .json file: an array of objects, or JSON Lines under a .json name."""
+    if not text.lstrip().startswith("["):
+        try:
+            return _read_jsonl(name, text)
+        except DataError:
+            if isinstance(_try_json(text), dict):
+                raise DataError(
+                    f"{name}: holds a single JSON object; expected an array of row "
+                    'objects ([{"text": ..., "label": ...}, ...]) or JSON Lines (one '
+                    "object per line)."
+                ) from None
+            raise
+    try:
+        items = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise DataError(
+            f"{name}: not valid JSON at line {exc.lineno}, column {exc.colno} "
+            f"({exc.msg})."
+        ) from None
+    for index, item in enumerate(items, start=1):
+        if not isinstance(item, dict):
+            raise DataError(
+                f"{name}: array item {index} is a JSON {type(item).__name__}; "
+                'every item must be an object like {"text": "...", "label": "..."}.'
+            )
+    return pd.DataFrame(items, dtype=object)
+
+
+def _try_json(text: str) -> object:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return None
+
+
+def _read_parquet(p: Path, data: bytes) -> pd.DataFrame:
+    if len(data) < 12 or data[:4] != b"PAR1" or data[-4:] != b"PAR1":
+        raise DataError(
+            f"{p.name}: not a Parquet file (no PAR1 marker); re-export it as "
+            "Parquet or save the table as CSV."
+        )
+    try:
+        return pd.read_parquet(io.BytesIO(data))
+    except Exception as exc:  # noqa: BLE001 - pyarrow raises many types for bad files
+        raise DataError(f"{p.name}: cannot read this Parquet file ({exc}).") from None
+
+
+# ---------------------------------------------------------------- columns
+
+
+def detect_columns(columns: list[str], df: pd.DataFrame | None = None) -> ColumnMapping:
+    """Auto-detect the text / optional pair / label columns by name (case-insensitive).
+
+    Known pairs (text_a+text_b, sentence1+sentence2, premise+hypothesis) map to
+    text+pair. With ``df``, a lone non-label column of free text counts as the
+    text even if unnamed. Raises DataError listing the columns found.
+    """
+    return _mapping(list(columns), df, None, None, None)
+
+
+def resolve_mapping(
+    df: pd.DataFrame,
+    source_name: str,
+    text_column: str | None = None,
+    text_pair_column: str | None = None,
+    label_column: str | None = None,
+) -> ColumnMapping:
+    """Apply explicit column choices over auto-detection (None or "" = not chosen).
+
+    Choosing the text column turns off pair detection: pass the pair too if
+    there is one. Raises DataError naming ``source_name`` and the columns found.
+    """
+    columns = [str(c) for c in df.columns]
+    chosen = {
+        "text_column": text_column,
+        "text_pair_column": text_pair_column,
+        "label_column": label_column,
+    }
+    for option, column in chosen.items():
+        if column and column not in columns:
+            raise DataError(
+                f"{source_name}: {option}={column!r} is not a column; "
+                f"columns found: {_names(columns)}."
+            )
+    try:
+        return _mapping(
+            columns,
+            df,
+            text_column or None,
+            text_pair_column or None,
+            label_column or None,
+        )
+    except DataError as exc:
+        raise DataError(f"{source_name}: {exc}") from None
+
+
+def _mapping(
+    columns: list[str],
+    df: pd.DataFrame | None,
+    text: str | None,
+    pair: str | None,
+    label: str | None,
+) -> ColumnMapping:
+    label = label or _find_named(
+        [c for c in columns if c not in (text, pair)], LABEL_NAMES
+    )
+    if label is None:
+        raise DataError(
+            f"no label column found; columns found: {_names(columns)}. Name it one of "
+            f"{', '.join(LABEL_NAMES)}, or choose it (label_column)."
+        )
+    if text is None:
+        text, detected_pair = _detect_text(
+            [c for c in columns if c not in (label, pair)], df
+        )
+        pair = pair or detected_pair
+    if len({text, label, pair} - {None}) != 3 - (pair is None):
+        raise DataError(
+            f"the text ({text!r}), pair ({pair!r}) and label ({label!r}) columns "
+            "must differ."
+        )
+    return ColumnMapping(text=text, label=label, text_pair=pair)
+
+
+def _detect_text(
+    candidates: list[str], df: pd.DataFrame | None
+) -> tuple[str, str | None]:
+    for first, second in PAIR_NAMES:
+        a, b = _find_named(candidates, (first,)), _find_named(candidates, (second,))
+        if a and b:
+            return a, b
+    text = _find_named(candidates, TEXT_NAMES)
+    if text:
+        return text, None
+    if df is not None:
+        free_text = [
+            c for c in candidates if c in df.columns and _holds_free_text(df[c])
+        ]
+        if len(free_text) == 1:
+            return free_text[0], None
+    raise DataError(
+        f"no text column found; columns found: {_names(candidates)}. Name it one of "
+        f"{', '.join(TEXT_NAMES)}, or choose it (text_column)."
+    )
+
+
+def _find_named(columns: list[str], names: tuple[str, ...]) -> str | None:
+    by_lower: dict[str, str] = {}
+    for column in columns:
+        by_lower.setdefault(column.lower(), column)
+    return next((by_lower[n] for n in names if n in by_lower), None)
+
+
+def _holds_free_text(series: pd.Series) -> bool:
+    # Every CSV cell is a string, so "holds strings" must exclude numeric-looking ids.
+    values = [v for v in series.head(1000).tolist() if not is_missing(v)]
+    return bool(values) and all(
+        isinstance(v, str) and not looks_numeric(v) for v in values
+    )
+
+
+# ---------------------------------------------------------------- prepare
+
+
+def prepare(
+    path: str | Path,
+    eval_path: str | Path | None = None,
+    *,
+    text_column: str | None = None,
+    text_pair_column: str | None = None,
+    label_column: str | None = None,
+    eval_fraction: float = 0.1,
+    seed: int = 0,
+    drop_invalid: bool = False,
+    max_train_samples: int | None = None,
+) -> PreparedData:
+    """Load, validate, map labels, then split (stratified, seeded) or use ``eval_path``.
+
+    Label ids follow ``label_names``: sorted, numerically when every label is a
+    whole number. Rows with a missing text or label raise DataError unless
+    ``drop_invalid``, which drops them and adds a warning. The split gives every
+    class at least one eval row; ``max_train_samples`` then keeps a stratified
+    subset of the train side only. Pure: reads the files, writes nothing.
+    """
+    _check_options(eval_path, eval_fraction, max_train_samples)
+    name = Path(path).name
+    df = read_table(path)
+    mapping = resolve_mapping(df, name, text_column, text_pair_column, label_column)
+    warnings: list[str] = []
+    pool = _usable(df, mapping, name, drop_invalid, warnings)
+    check_classes(pool.names, mapping.label, name, splitting=eval_path is None)
+    label_names = sorted_label_names(pool.names, pool.numeric)
+    label2id = {label: i for i, label in enumerate(label_names)}
+    train = _to_split(pool, label2id)
+    if eval_path is None:
+        train, evaluation = _split_off_eval(train, eval_fraction, seed)
+    else:
+        evaluation = _load_eval(eval_path, mapping, label2id, drop_invalid, warnings)
+    train = _limit_train(train, max_train_samples, seed, warnings)
+    eval_source = None if eval_path is None else str(eval_path)
+    return PreparedData(
+        train, evaluation, label_names, mapping, warnings, str(path), eval_source
+    )
+
+
+def dataset_stats(
+    path: str | Path,
+    *,
+    text_column: str | None = None,
+    text_pair_column: str | None = None,
+    label_column: str | None = None,
+    tokenizer: Any = None,
+) -> dict[str, Any]:
+    """Overview of a table for the UI; DataError only if it cannot be read or mapped.
+
+    Keys: rows, columns, mapping {text, text_pair, label}, label_counts {name:
+    count}, invalid_rows (rows with a missing mapped cell), preview (first 5
+    rows), char_length and token_length ({p50, p90, p95, p99, max}; token
+    lengths need a Hugging Face tokenizer, else None). Counts and lengths cover
+    usable rows.
+    """
+    name = Path(path).name
+    df = read_table(path)
+    mapping = resolve_mapping(df, name, text_column, text_pair_column, label_column)
+    return summarize(df, mapping, name, tokenizer)
+
+
+def to_hf_dataset(split: Split, label_names: list[str]) -> datasets.Dataset:
+    """An in-memory ``datasets.Dataset``: text, (text_pair), label as a ClassLabel."""
+    import datasets  # deferred: a slow import that only training needs
+
+    columns: dict[str, list[Any]] = {"text": split.texts}
+    features: dict[str, Any] = {"text": datasets.Value("string")}
+    if split.pairs is not None:
+        columns["text_pair"] = split.pairs
+        features["text_pair"] = datasets.Value("string")
+    columns["label"] = split.labels
+    features["label"] = datasets.ClassLabel(names=list(label_names))
+    return datasets.Dataset.from_dict(columns, features=datasets.Features(features))
+
+
+def _check_options(
+    eval_path: str | Path | None, eval_fraction: float, max_train_samples: int | None
+) -> None:
+    if eval_path is None and not 0 < eval_fraction < 1:
+        raise ConfigError(
+            f"eval_fraction must be between 0 and 1, got {eval_fraction}."
+        )
+    if max_train_samples is not None and max_train_samples < 1:
+        raise ConfigError(
+            f"max_train_samples must be at least 1, got {max_train_samples}."
+        )
+
+
+def _usable(
+    df: pd.DataFrame,
+    mapping: ColumnMapping,
+    name: str,
+    drop_invalid: bool,
+    warnings: list[str],
+) -> UsableRows:
+    usable = usable_rows(df, mapping, name)
+    if usable.missing and not drop_invalid:
+        raise DataError(
+            f"{name}: {usable.dropped} row(s) cannot be used: "
+            f"{describe_missing(usable)} (data rows counted from 1 after the header). "
+            "Fill in or remove those rows, or allow dropping them (drop_invalid=True)."
+        )
+    if usable.missing:
+        warnings.append(
+            f"{name}: dropped {usable.dropped} row(s): {describe_missing(usable)}."
+        )
+    if not usable.rows:
+        raise DataError(f"{name}: no usable rows left after dropping invalid ones.")
+    return usable
+
+
+def _to_split(usable: UsableRows, label2id: dict[str, int]) -> Split:
+    labels = [label2id[n] for n in usable.names]
+    return Split(usable.texts, usable.pairs, labels, usable.rows)
+
+
+def _take(split: Split, indices: list[int]) -> Split:
+    pairs = None if split.pairs is None else [split.pairs[i] for i in indices]
+    texts = [split.texts[i] for i in indices]
+    labels = [split.labels[i] for i in indices]
+    return Split(texts, pairs, labels, [split.rows[i] for i in indices])
+
+
+def _split_off_eval(split: Split, fraction: float, seed: int) -> tuple[Split, Split]:
+    chosen = set(eval_indices(split.labels, fraction, seed))
+    rest = [i for i in range(len(split)) if i not in chosen]
+    return _take(split, rest), _take(split, sorted(chosen))
+
+
+def _load_eval(
+    path: str | Path,
+    mapping: ColumnMapping,
+    label2id: dict[str, int],
+    drop_invalid: bool,
+    warnings: list[str],
+) -> Split:
+    name = Path(path).name
+    df = read_table(path)
+    needed = [c for c in (mapping.text, mapping.text_pair, mapping.label) if c]
+    absent = [c for c in needed if c not in df.columns]
+    if absent:
+        raise DataError(
+            f"{name}: the eval file lacks column(s) {_names(absent)} used for "
+            f"training; columns found: {_names(df.columns)}."
+        )
+    usable = _usable(df, mapping, name, drop_invalid, warnings)
+    warnings.extend(check_eval_labels(usable.names, list(label2id), name))
+    return _to_split(usable, label2id)
+
+
+def _limit_train(
+    split: Split, limit: int | None, seed: int, warnings: list[str]
+) -> Split:
+    if limit is None or limit >= len(split):
+        return split
+    classes = len(set(split.labels))
+    if limit < classes:
+        warnings.append(
+            f"max_train_samples={limit} is below the number of classes ({classes}); "
+            "some classes get no training rows."
+        )
+    low = 1 if limit >= classes else 0
+    return _take(
+        split, stratified_sample(split.labels, limit, low=low, keep=0, seed=seed)
+    )
+
+
+def _names(columns: Any) -> str:
+    return ", ".join(repr(str(c)) for c in columns) or "(none)"

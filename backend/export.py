@@ -1,0 +1,108 @@
+"""Write a run's artifact folder in each library's standard format, and pack it as a zip.
+
+Layout of a run folder (everything at the top level so the standard loaders take the
+folder itself):
+  PEFT methods   adapter_config.json + adapter_model.safetensors (head included)
+  adapter        AdapterHub ``save_adapter`` output (safetensors, head included)
+  full           config.json + model.safetensors (``save_pretrained``)
+  probe          probe_head.safetensors + probe_config.json
+  all            tokenizer files, labels.json, training_config.json, workbench.json,
+                 metrics.json, check_predictions.json, README.md (model card)
+"""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from backend.data import PreparedData
+from backend.methods import registry
+from backend.methods.adapter import ADAPTER_NAME
+from backend.model_card import render_model_card
+from backend.models import ModelInfo
+from backend.train_config import TrainConfig
+
+FORMAT_VERSION = 1
+CHECK_ROWS = 64  # eval rows whose probabilities are stored for the reload check
+ADAPTER_FILES = {  # the files that make up "the adapter" (its size is reported)
+    "peft": ("adapter_model.safetensors",),
+    "adapters": ("adapter_model.safetensors", "head_model.safetensors",
+                 "pytorch_adapter.bin", "pytorch_model_head.bin"),
+    "transformers": ("model.safetensors",),
+    "own": ("probe_head.safetensors",),
+}
+
+
+def save_weights(model: Any, library: str, out_dir: Path) -> None:
+    """Save the trained weights the way the method's own library expects to load them."""
+    if library == "peft":
+        model.save_pretrained(str(out_dir), safe_serialization=True)
+    elif library == "adapters":
+        model.save_adapter(str(out_dir), ADAPTER_NAME, with_head=True, use_safetensors=True)
+    elif library == "transformers":
+        model.save_pretrained(str(out_dir), safe_serialization=True)
+    else:
+        raise ValueError(f"no weight saver for library {library}")
+
+
+def adapter_bytes(out_dir: Path, library: str) -> int:
+    return sum((out_dir / f).stat().st_size for f in ADAPTER_FILES[library] if (out_dir / f).is_file())
+
+
+def write_common(out_dir: Path, *, cfg: TrainConfig, info: ModelInfo, tokenizer: Any,
+                 data: PreparedData, summary: dict[str, Any], eval_probs: np.ndarray,
+                 extra_manifest: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Files every run folder has; returns artifact facts for the summary."""
+    spec = registry.get(cfg.method)
+    tokenizer.save_pretrained(str(out_dir))
+    (out_dir / "labels.json").write_text(json.dumps(
+        {"id2label": data.id2label, "label2id": data.label2id}, indent=2))
+    (out_dir / "training_config.json").write_text(json.dumps(cfg.to_dict(), indent=2))
+    manifest = {
+        "format_version": FORMAT_VERSION, "method": cfg.method, "library": spec.library,
+        "base_model": info.name, "base_model_path": info.path, "model_type": info.model_type,
+        "quant": cfg.quant, "label_names": data.label_names, "max_length": cfg.max_length,
+        "text_column": data.mapping.text, "text_pair_column": data.mapping.text_pair,
+        "label_column": data.mapping.label, **(extra_manifest or {}),
+    }
+    (out_dir / "workbench.json").write_text(json.dumps(manifest, indent=2))
+    n = min(CHECK_ROWS, len(data.eval))
+    check = {"texts": data.eval.texts[:n],
+             "pairs": data.eval.pairs[:n] if data.eval.pairs is not None else None,
+             "probs": np.asarray(eval_probs[:n]).tolist()}
+    (out_dir / "check_predictions.json").write_text(json.dumps(check))
+    size = adapter_bytes(out_dir, spec.library)
+    (out_dir / "README.md").write_text(render_model_card(manifest, cfg, {**summary, "adapter_bytes": size}))
+    return {"artifact_dir": str(out_dir.resolve()), "adapter_bytes": size}
+
+
+def save_run(out_dir: Path, *, model: Any, cfg: TrainConfig, info: ModelInfo, tokenizer: Any,
+             data: PreparedData, summary: dict[str, Any], history: list[dict[str, Any]],
+             best: dict[str, Any] | None, eval_probs: np.ndarray) -> dict[str, Any]:
+    """Write the whole artifact folder for a model-based (non-probe) run."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    save_weights(model, registry.get(cfg.method).library, out_dir)
+    return write_common(out_dir, cfg=cfg, info=info, tokenizer=tokenizer, data=data,
+                        summary=summary, eval_probs=eval_probs)
+
+
+def export_zip(artifact_dir: str | Path, out_zip: str | Path) -> Path:
+    """Pack a run folder (without resumable checkpoints) into one zip."""
+    artifact_dir, out_zip = Path(artifact_dir), Path(out_zip)
+    if not (artifact_dir / "workbench.json").is_file():
+        from backend.errors import ConfigError
+
+        raise ConfigError(f"{artifact_dir} is not a finished run folder (no workbench.json)")
+    out_zip.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out_zip.with_suffix(out_zip.suffix + ".tmp")
+    with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        for path in sorted(artifact_dir.rglob("*")):
+            rel = path.relative_to(artifact_dir)
+            if path.is_file() and rel.parts[0] not in ("checkpoint", "merged"):
+                zf.write(path, rel.as_posix())
+    tmp.replace(out_zip)
+    return out_zip

@@ -1,0 +1,117 @@
+"""Load a run folder for inference with the plain standard libraries.
+
+This is what a user's own script does (and what the model card shows): transformers +
+peft / adapters, or a few lines of torch for probes. ``predict`` and the reload check use
+exactly this path, so "the app's predictions" and "the standard library's" are the same code.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from backend.errors import ConfigError
+
+
+def read_manifest(artifact_dir: Path) -> dict[str, Any]:
+    path = Path(artifact_dir) / "workbench.json"
+    if not path.is_file():
+        raise ConfigError(f"{artifact_dir} is not a run folder (no workbench.json); pass the "
+                          "folder that train/--out or a job's artifact created")
+    return json.loads(path.read_text())
+
+
+def _labels(manifest: dict[str, Any]) -> dict[str, Any]:
+    names = manifest["label_names"]
+    return {"num_labels": len(names), "id2label": dict(enumerate(names)),
+            "label2id": {n: i for i, n in enumerate(names)}}
+
+
+def _quant_kwargs(manifest: dict[str, Any]) -> dict[str, Any]:
+    if manifest.get("quant", "none") == "none":
+        return {}
+    from backend.models import DECODER_TYPES, ModelInfo, quantization_config
+
+    info = ModelInfo(manifest["base_model"], manifest["base_model_path"], manifest["model_type"],
+                     0, 0, manifest["model_type"] in DECODER_TYPES)
+    device = "cuda:0" if torch.cuda.is_available() else "cpu"
+    return {"quantization_config": quantization_config(manifest["quant"], info),
+            "device_map": {"": device}}
+
+
+def _base_classifier(manifest: dict[str, Any]) -> Any:
+    from transformers import AutoModelForSequenceClassification
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.set_verbosity_error()
+    model = AutoModelForSequenceClassification.from_pretrained(
+        manifest["base_model_path"], **_labels(manifest), **_quant_kwargs(manifest))
+    if manifest.get("quant") == "4bit":
+        from backend.models import disable_cpu_bf16_4bit
+
+        disable_cpu_bf16_4bit(model)
+    return model
+
+
+def load_model(artifact_dir: Path) -> Any:
+    """The trained classifier as an ``nn.Module`` returning ``.logits`` (probes: raw logits)."""
+    manifest = read_manifest(artifact_dir)
+    library = manifest["library"]
+    if library == "peft":
+        from peft import PeftModel
+
+        return PeftModel.from_pretrained(_base_classifier(manifest), str(artifact_dir))
+    if library == "adapters":
+        import adapters
+
+        model = _base_classifier(manifest)
+        adapters.init(model)
+        model.load_adapter(str(artifact_dir), set_active=True, use_safetensors=True)
+        return model
+    if library == "transformers":
+        from transformers import AutoModelForSequenceClassification
+
+        return AutoModelForSequenceClassification.from_pretrained(str(artifact_dir))
+    if library == "own":
+        from backend.probe_inference import load_probe
+
+        return load_probe(Path(artifact_dir), manifest, _quant_kwargs(manifest))
+    raise ConfigError(f"unknown artifact library '{library}' in {artifact_dir}")
+
+
+class Predictor:
+    """Batched class probabilities from a run folder."""
+
+    def __init__(self, artifact_dir: str | Path) -> None:
+        from transformers import AutoTokenizer
+
+        self.dir = Path(artifact_dir)
+        self.manifest = read_manifest(self.dir)
+        self.label_names: list[str] = self.manifest["label_names"]
+        self.tokenizer = AutoTokenizer.from_pretrained(str(self.dir))
+        self.model = load_model(self.dir)
+        self.model.eval()
+        self.device = next(self.model.parameters()).device
+
+    @torch.no_grad()
+    def predict_proba(self, texts: list[str], pairs: list[str] | None = None,
+                      batch_size: int = 64) -> np.ndarray:
+        out = []
+        for i in range(0, len(texts), batch_size):
+            args = [texts[i : i + batch_size]]
+            if pairs is not None:
+                args.append(pairs[i : i + batch_size])
+            enc = self.tokenizer(*args, truncation=True, max_length=self.manifest["max_length"],
+                                 padding=True, return_tensors="pt").to(self.device)
+            logits = self.model(**enc)
+            logits = getattr(logits, "logits", logits)
+            out.append(torch.softmax(logits.float(), -1).cpu())
+        return torch.cat(out).numpy() if out else np.zeros((0, len(self.label_names)))
+
+    def predict(self, texts: list[str], pairs: list[str] | None = None) -> list[tuple[str, float]]:
+        probs = self.predict_proba(texts, pairs)
+        return [(self.label_names[int(p.argmax())], float(p.max())) for p in probs]

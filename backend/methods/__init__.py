@@ -1,0 +1,1 @@
+"""Adaptation methods: one file each (Config + build), registered in ``registry``."""

@@ -1,0 +1,68 @@
+"""Bottleneck adapters (AdapterHub ``adapters``): down-project, non-linearity, up-project, skip.
+
+Placements: Houlsby (after attention and after the FFN), Pfeiffer (after the FFN only),
+parallel (He et al.'s unified view: beside the FFN, scaled; beat sequential there).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from backend.methods.base import BuildContext, MethodSpec, check_range, knob
+
+ADAPTER_NAME = "workbench"
+
+
+@dataclass
+class Config:
+    bottleneck: int = knob(64, "Bottleneck size", "Width of the adapter's down-projection.",
+                           min=2, max=1024, step=2)
+    placement: str = knob("houlsby", "Adapter placement", "houlsby: after attention and FFN; "
+                          "pfeiffer: after the FFN only; parallel: beside the FFN, scaled (He et al.).",
+                          choices=("houlsby", "pfeiffer", "parallel"))
+
+    def __post_init__(self) -> None:
+        check_range(self)
+
+
+def reduction_factor(hidden: int, bottleneck: int) -> float:
+    """AdapterHub sizes adapters by hidden // reduction_factor; hit ``bottleneck`` exactly.
+
+    When hidden/bottleneck is not exact, float rounding could floor to bottleneck-1, so aim
+    half a unit above.
+    """
+    return hidden / bottleneck if hidden % bottleneck == 0 else hidden / (bottleneck + 0.5)
+
+
+def adapter_config(cfg: Config, hidden: int) -> Any:
+    from adapters import DoubleSeqBnConfig, ParBnConfig, SeqBnConfig
+
+    rf = reduction_factor(hidden, cfg.bottleneck)
+    if cfg.placement == "houlsby":
+        return DoubleSeqBnConfig(reduction_factor=rf)
+    if cfg.placement == "pfeiffer":
+        return SeqBnConfig(reduction_factor=rf)
+    return ParBnConfig(reduction_factor=rf)  # scaling 4.0: the paper's setting
+
+
+def build(model: Any, cfg: Config, ctx: BuildContext) -> Any:
+    import adapters
+
+    adapters.init(model)
+    model.add_adapter(ADAPTER_NAME, config=adapter_config(cfg, ctx.info.hidden_size))
+    model.train_adapter(ADAPTER_NAME)  # freezes the base, activates the adapter
+    for name in ("classifier", "score", "pre_classifier"):  # the head always trains
+        head = getattr(model, name, None)
+        if head is not None:
+            for p in head.parameters():
+                p.requires_grad_(True)
+    return model
+
+
+SPEC = MethodSpec(
+    key="adapter", label="Bottleneck adapter", config_cls=Config, build=build, default_lr=1e-3,
+    description="Small bottleneck layers inserted in every block (Houlsby/Pfeiffer/parallel); "
+    "near full fine-tuning accuracy with a few % of the parameters.",
+    library="adapters",
+)

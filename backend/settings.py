@@ -1,0 +1,71 @@
+"""Where things live: one frozen settings object read from the environment (and CLI flags).
+
+Everything the app writes goes under ``data_dir`` (default ``runs/``) and the model
+cache under ``models_cache/``; both are git-ignored and configurable.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Paths and server options. Build with :meth:`from_env`, override with ``with_``."""
+
+    data_dir: Path
+    models_cache: Path
+    db_url: str
+    host: str = "127.0.0.1"
+    port: int = 7860
+
+    @classmethod
+    def from_env(cls) -> Settings:
+        """Read ``WORKBENCH_DATA_DIR``, ``WORKBENCH_MODELS_CACHE``, ``WORKBENCH_DB_URL``."""
+        data_dir = Path(os.environ.get("WORKBENCH_DATA_DIR", PROJECT_ROOT / "runs")).resolve()
+        models_cache = Path(
+            os.environ.get("WORKBENCH_MODELS_CACHE", PROJECT_ROOT / "models_cache")
+        ).resolve()
+        db_url = os.environ.get("WORKBENCH_DB_URL", f"sqlite:///{data_dir / 'workbench.db'}")
+        return cls(data_dir=data_dir, models_cache=models_cache, db_url=db_url)
+
+    def with_(self, **changes: object) -> Settings:
+        """A copy with some fields changed (e.g. from CLI flags)."""
+        return replace(self, **changes)  # type: ignore[arg-type]
+
+    @property
+    def artifacts_dir(self) -> Path:
+        return self.data_dir / "artifacts"
+
+    @property
+    def datasets_dir(self) -> Path:
+        return self.data_dir / "datasets"
+
+    @property
+    def feature_cache_dir(self) -> Path:
+        return self.data_dir / "cache" / "features"
+
+
+def apply_environment(settings: Settings) -> None:
+    """Point every library's cache at project folders and switch telemetry off.
+
+    Called once at start-up, before transformers/gradio are imported, because
+    those libraries read these variables at import time.
+    """
+    settings.models_cache.mkdir(parents=True, exist_ok=True)
+    cache = settings.data_dir / "cache"
+    defaults = {
+        "HF_HOME": str(settings.models_cache),
+        "MPLCONFIGDIR": str(cache / "matplotlib"),
+        "GRADIO_TEMP_DIR": str(cache / "gradio"),
+        "GRADIO_ANALYTICS_ENABLED": "False",
+        "HF_HUB_DISABLE_TELEMETRY": "1",
+        "TOKENIZERS_PARALLELISM": "false",
+        "TRANSFORMERS_NO_ADVISORY_WARNINGS": "1",
+    }
+    for key, value in defaults.items():
+        os.environ.setdefault(key, value)

