@@ -19,9 +19,7 @@ class Encoded:
     def __init__(self, tokenizer: Any, split: Split, max_length: int) -> None:
         args = (split.texts, split.pairs) if split.pairs is not None else (split.texts,)
         enc = tokenizer(*args, truncation=True, max_length=max_length)
-        self.features = [
-            {k: enc[k][i] for k in enc.keys()} for i in range(len(split.texts))
-        ]
+        self.features = [{k: enc[k][i] for k in enc} for i in range(len(split.texts))]
         self.labels = list(split.labels)
         self.tokenizer = tokenizer
 

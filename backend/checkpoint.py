@@ -21,8 +21,7 @@ if TYPE_CHECKING:
 
 
 def _trainable(fitter: Fitter) -> dict[str, torch.Tensor]:
-    return {n: p.detach().cpu().contiguous() for n, p in fitter.model.named_parameters()
-            if p.requires_grad}
+    return {n: p.detach().cpu().contiguous() for n, p in fitter.model.named_parameters() if p.requires_grad}
 
 
 def save(directory: Path, fitter: Fitter, epoch: int) -> None:
@@ -30,12 +29,20 @@ def save(directory: Path, fitter: Fitter, epoch: int) -> None:
     directory.mkdir(parents=True, exist_ok=True)
     save_file(_trainable(fitter), str(directory / "trainable.safetensors"))
     if fitter.best_state is not None:
-        save_file({k: v.contiguous() for k, v in fitter.best_state.items()},
-                  str(directory / "best.safetensors"))
-    torch.save({"optimizer": fitter.optimizer.state_dict(),
-                "scheduler": fitter.scheduler.state_dict()}, directory / "optimizer.pt")
-    state = {"epoch": epoch, "step": fitter.step, "best": fitter.best, "history": fitter.history,
-             "epoch_seconds": fitter.epoch_seconds}
+        save_file(
+            {k: v.contiguous() for k, v in fitter.best_state.items()}, str(directory / "best.safetensors")
+        )
+    torch.save(
+        {"optimizer": fitter.optimizer.state_dict(), "scheduler": fitter.scheduler.state_dict()},
+        directory / "optimizer.pt",
+    )
+    state = {
+        "epoch": epoch,
+        "step": fitter.step,
+        "best": fitter.best,
+        "history": fitter.history,
+        "epoch_seconds": fitter.epoch_seconds,
+    }
     tmp = directory / "state.json.tmp"
     tmp.write_text(json.dumps(state))
     os.replace(tmp, directory / "state.json")

@@ -50,6 +50,7 @@ PAIR_NAMES = (
     ("premise", "hypothesis"),
 )
 LABEL_NAMES = ("label", "labels", "class", "category", "target", "sentiment", "y")
+_EXAMPLE_ROW = '{"text": "...", "label": "..."}'
 
 # pandas has no per-field limit; without this a long document (>128 KiB) in one
 # cell would fail to load. Raising a limit is harmless to other csv users.
@@ -131,9 +132,7 @@ def read_table(path: str | Path) -> pd.DataFrame:
             df = _read_json(p.name, text)
     if len(df) == 0:
         found = f", only the columns {_names(df.columns)}" if len(df.columns) else ""
-        raise DataError(
-            f"{p.name}: no data rows{found}; add rows with text and labels."
-        )
+        raise DataError(f"{p.name}: no data rows{found}; add rows with text and labels.")
     return df
 
 
@@ -160,9 +159,7 @@ def _read_bytes(p: Path) -> bytes:
         raise DataError(f"{p}: cannot read the file ({exc.strerror}).") from None
     if not data.strip():
         size = "0 bytes" if not data else "only whitespace"
-        raise DataError(
-            f"{p.name}: the file is empty ({size}); it needs a header and data rows."
-        )
+        raise DataError(f"{p.name}: the file is empty ({size}); it needs a header and data rows.")
     return data
 
 
@@ -230,15 +227,11 @@ def _header(name: str, record: list[str], delimiter: str) -> list[str]:
                 )
     dupes = sorted({c for c in header if header.count(c) > 1})
     if dupes:
-        raise DataError(
-            f"{name}: duplicate column name(s) in the header: {_names(dupes)}."
-        )
+        raise DataError(f"{name}: duplicate column name(s) in the header: {_names(dupes)}.")
     return header
 
 
-def _raise_ragged(
-    name: str, ragged: list[tuple[int, int, int]], header: list[str], delimiter: str
-) -> None:
+def _raise_ragged(name: str, ragged: list[tuple[int, int, int]], header: list[str], delimiter: str) -> None:
     line, row, count = ragged[0]
     sep = "tab" if delimiter == "\t" else repr(delimiter)
     more = ""
@@ -258,20 +251,8 @@ def _read_jsonl(name: str, text: str) -> pd.DataFrame:
     for number, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise DataError(
-                f"{name}: line {number} is not valid JSON ({exc.msg}, column "
-                f"{exc.colno}); each line must be one object like "
-                '{"text": "...", "label": "..."}.'
-            ) from None
-        if not isinstance(obj, dict):
-            raise DataError(
-                f"{name}: line {number} is a JSON {type(obj).__name__}, not an object; "
-                'each line must be one object like {"text": "...", "label": "..."}.'
-            )
-        records.append(obj)
+        obj = _loads(name, line, first_line=number)
+        records.append(_row_object(name, f"line {number}", obj))
     return pd.DataFrame(records, dtype=object)
 
 
@@ -288,20 +269,28 @@ def _read_json(name: str, text: str) -> pd.DataFrame:
                     "object per line)."
                 ) from None
             raise
+    items = _loads(name, text, first_line=1)
+    rows = [_row_object(name, f"array item {i}", x) for i, x in enumerate(items, 1)]
+    return pd.DataFrame(rows, dtype=object)
+
+
+def _loads(name: str, text: str, *, first_line: int) -> Any:
     try:
-        items = json.loads(text)
+        return json.loads(text)
     except json.JSONDecodeError as exc:
         raise DataError(
-            f"{name}: not valid JSON at line {exc.lineno}, column {exc.colno} "
-            f"({exc.msg})."
+            f"{name}: not valid JSON at line {first_line + exc.lineno - 1}, column "
+            f"{exc.colno} ({exc.msg}); rows must be objects like {_EXAMPLE_ROW}."
         ) from None
-    for index, item in enumerate(items, start=1):
-        if not isinstance(item, dict):
-            raise DataError(
-                f"{name}: array item {index} is a JSON {type(item).__name__}; "
-                'every item must be an object like {"text": "...", "label": "..."}.'
-            )
-    return pd.DataFrame(items, dtype=object)
+
+
+def _row_object(name: str, where: str, value: object) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise DataError(
+            f"{name}: {where} is a JSON {type(value).__name__}, not an object; "
+            f"each row must be an object like {_EXAMPLE_ROW}."
+        )
+    return value
 
 
 def _try_json(text: str) -> object:
@@ -357,8 +346,7 @@ def resolve_mapping(
     for option, column in chosen.items():
         if column and column not in columns:
             raise DataError(
-                f"{source_name}: {option}={column!r} is not a column; "
-                f"columns found: {_names(columns)}."
+                f"{source_name}: {option}={column!r} is not a column; columns found: {_names(columns)}."
             )
     try:
         return _mapping(
@@ -379,30 +367,21 @@ def _mapping(
     pair: str | None,
     label: str | None,
 ) -> ColumnMapping:
-    label = label or _find_named(
-        [c for c in columns if c not in (text, pair)], LABEL_NAMES
-    )
+    label = label or _find_named([c for c in columns if c not in (text, pair)], LABEL_NAMES)
     if label is None:
         raise DataError(
             f"no label column found; columns found: {_names(columns)}. Name it one of "
             f"{', '.join(LABEL_NAMES)}, or choose it (label_column)."
         )
     if text is None:
-        text, detected_pair = _detect_text(
-            [c for c in columns if c not in (label, pair)], df
-        )
+        text, detected_pair = _detect_text([c for c in columns if c not in (label, pair)], df)
         pair = pair or detected_pair
     if len({text, label, pair} - {None}) != 3 - (pair is None):
-        raise DataError(
-            f"the text ({text!r}), pair ({pair!r}) and label ({label!r}) columns "
-            "must differ."
-        )
+        raise DataError(f"the text ({text!r}), pair ({pair!r}) and label ({label!r}) columns must differ.")
     return ColumnMapping(text=text, label=label, text_pair=pair)
 
 
-def _detect_text(
-    candidates: list[str], df: pd.DataFrame | None
-) -> tuple[str, str | None]:
+def _detect_text(candidates: list[str], df: pd.DataFrame | None) -> tuple[str, str | None]:
     for first, second in PAIR_NAMES:
         a, b = _find_named(candidates, (first,)), _find_named(candidates, (second,))
         if a and b:
@@ -411,9 +390,7 @@ def _detect_text(
     if text:
         return text, None
     if df is not None:
-        free_text = [
-            c for c in candidates if c in df.columns and _holds_free_text(df[c])
-        ]
+        free_text = [c for c in candidates if c in df.columns and _holds_free_text(df[c])]
         if len(free_text) == 1:
             return free_text[0], None
     raise DataError(
@@ -432,9 +409,7 @@ def _find_named(columns: list[str], names: tuple[str, ...]) -> str | None:
 def _holds_free_text(series: pd.Series) -> bool:
     # Every CSV cell is a string, so "holds strings" must exclude numeric-looking ids.
     values = [v for v in series.head(1000).tolist() if not is_missing(v)]
-    return bool(values) and all(
-        isinstance(v, str) and not looks_numeric(v) for v in values
-    )
+    return bool(values) and all(isinstance(v, str) and not looks_numeric(v) for v in values)
 
 
 # ---------------------------------------------------------------- prepare
@@ -476,9 +451,7 @@ def prepare(
         evaluation = _load_eval(eval_path, mapping, label2id, drop_invalid, warnings)
     train = _limit_train(train, max_train_samples, seed, warnings)
     eval_source = None if eval_path is None else str(eval_path)
-    return PreparedData(
-        train, evaluation, label_names, mapping, warnings, str(path), eval_source
-    )
+    return PreparedData(train, evaluation, label_names, mapping, warnings, str(path), eval_source)
 
 
 def dataset_stats(
@@ -517,17 +490,11 @@ def to_hf_dataset(split: Split, label_names: list[str]) -> datasets.Dataset:
     return datasets.Dataset.from_dict(columns, features=datasets.Features(features))
 
 
-def _check_options(
-    eval_path: str | Path | None, eval_fraction: float, max_train_samples: int | None
-) -> None:
+def _check_options(eval_path: str | Path | None, eval_fraction: float, max_train_samples: int | None) -> None:
     if eval_path is None and not 0 < eval_fraction < 1:
-        raise ConfigError(
-            f"eval_fraction must be between 0 and 1, got {eval_fraction}."
-        )
+        raise ConfigError(f"eval_fraction must be between 0 and 1, got {eval_fraction}.")
     if max_train_samples is not None and max_train_samples < 1:
-        raise ConfigError(
-            f"max_train_samples must be at least 1, got {max_train_samples}."
-        )
+        raise ConfigError(f"max_train_samples must be at least 1, got {max_train_samples}.")
 
 
 def _usable(
@@ -545,9 +512,7 @@ def _usable(
             "Fill in or remove those rows, or allow dropping them (drop_invalid=True)."
         )
     if usable.missing:
-        warnings.append(
-            f"{name}: dropped {usable.dropped} row(s): {describe_missing(usable)}."
-        )
+        warnings.append(f"{name}: dropped {usable.dropped} row(s): {describe_missing(usable)}.")
     if not usable.rows:
         raise DataError(f"{name}: no usable rows left after dropping invalid ones.")
     return usable
@@ -592,9 +557,7 @@ def _load_eval(
     return _to_split(usable, label2id)
 
 
-def _limit_train(
-    split: Split, limit: int | None, seed: int, warnings: list[str]
-) -> Split:
+def _limit_train(split: Split, limit: int | None, seed: int, warnings: list[str]) -> Split:
     if limit is None or limit >= len(split):
         return split
     classes = len(set(split.labels))
@@ -604,9 +567,7 @@ def _limit_train(
             "some classes get no training rows."
         )
     low = 1 if limit >= classes else 0
-    return _take(
-        split, stratified_sample(split.labels, limit, low=low, keep=0, seed=seed)
-    )
+    return _take(split, stratified_sample(split.labels, limit, low=low, keep=0, seed=seed))
 
 
 def _names(columns: Any) -> str:

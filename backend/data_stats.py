@@ -62,9 +62,7 @@ def listing(numbers: list[Any]) -> str:
     return shown + (", …" if len(numbers) > MAX_LISTED else "")
 
 
-def usable_rows(
-    df: pd.DataFrame, mapping: ColumnMapping, source_name: str
-) -> UsableRows:
+def usable_rows(df: pd.DataFrame, mapping: ColumnMapping, source_name: str) -> UsableRows:
     """Split rows into usable ones and ones with a missing text, pair or label.
 
     The caller decides whether ``missing`` is an error or a warning.
@@ -75,18 +73,14 @@ def usable_rows(
     missing: dict[str, list[int]] = {}
     keep: list[int] = []
     for index, cells in enumerate(df[list(roles.values())].itertuples(index=False)):
-        absent = [role for role, value in zip(roles, cells) if is_missing(value)]
+        absent = [role for role, value in zip(roles, cells, strict=True) if is_missing(value)]
         for role in absent:
-            missing.setdefault(f"missing {role} in column '{roles[role]}'", []).append(
-                index + 1
-            )
+            missing.setdefault(f"missing {role} in column '{roles[role]}'", []).append(index + 1)
         if not absent:
             keep.append(index)
     rows = [i + 1 for i in keep]
     labels = df[mapping.label].tolist()
-    names, numeric = normalize_labels(
-        [labels[i] for i in keep], rows, source_name, mapping.label
-    )
+    names, numeric = normalize_labels([labels[i] for i in keep], rows, source_name, mapping.label)
     texts = _cells(df, mapping.text, keep)
     pairs = _cells(df, mapping.text_pair, keep) if mapping.text_pair else None
     return UsableRows(texts, pairs, names, rows, numeric, missing, len(df) - len(keep))
@@ -101,9 +95,7 @@ def describe_missing(usable: UsableRows) -> str:
     return "; ".join(parts)
 
 
-def check_classes(
-    names: list[str], column: str, source_name: str, *, splitting: bool
-) -> None:
+def check_classes(names: list[str], column: str, source_name: str, *, splitting: bool) -> None:
     """At least 2 classes; when an eval set is split off, at least 2 rows per class."""
     counts = Counter(names)
     if len(counts) < 2:
@@ -122,9 +114,7 @@ def check_classes(
         )
 
 
-def check_eval_labels(
-    names: list[str], label_names: list[str], source_name: str
-) -> list[str]:
+def check_eval_labels(names: list[str], label_names: list[str], source_name: str) -> list[str]:
     """Reject eval labels unseen in training; warn about classes with no eval rows."""
     unknown = sorted(set(names) - set(label_names))
     if unknown:
@@ -216,9 +206,7 @@ def eval_indices(labels: list[int], fraction: float, seed: int) -> list[int]:
     return stratified_sample(labels, size, low=1, keep=1, seed=seed)
 
 
-def stratified_sample(
-    labels: list[int], total: int, *, low: int, keep: int, seed: int
-) -> list[int]:
+def stratified_sample(labels: list[int], total: int, *, low: int, keep: int, seed: int) -> list[int]:
     """Sorted indices of a seeded sample of ``total`` rows, stratified by label.
 
     Each class gets at least ``low`` picked rows and keeps at least ``keep``
@@ -231,9 +219,7 @@ def stratified_sample(
         members.setdefault(label, []).append(index)
     classes = sorted(members)
     counts = [len(members[c]) for c in classes]
-    quota = _allocate(
-        counts, total, [min(low, n) for n in counts], [n - keep for n in counts]
-    )
+    quota = _allocate(counts, total, [min(low, n) for n in counts], [n - keep for n in counts])
     rng = np.random.default_rng(seed)
     picked: list[int] = []
     for label, take in zip(classes, quota, strict=True):
@@ -242,17 +228,13 @@ def stratified_sample(
     return sorted(picked)
 
 
-def _allocate(
-    counts: list[int], total: int, low: list[int], high: list[int]
-) -> list[int]:
+def _allocate(counts: list[int], total: int, low: list[int], high: list[int]) -> list[int]:
     """Largest-remainder split of ``total`` in proportion to ``counts``.
 
     Each share stays within its [low, high] bounds.
     """
     ideal = [total * c / sum(counts) for c in counts]
-    quota = [
-        min(max(int(q), lo), hi) for q, lo, hi in zip(ideal, low, high, strict=True)
-    ]
+    quota = [min(max(int(q), lo), hi) for q, lo, hi in zip(ideal, low, high, strict=True)]
     classes = range(len(counts))
     while sum(quota) < total:  # give to the class furthest below its ideal share
         grow = [i for i in classes if quota[i] < high[i]]
@@ -278,7 +260,7 @@ def summarize(
     counts = Counter(usable.names)
     char_lengths = [len(t) for t in usable.texts]
     if usable.pairs is not None:
-        char_lengths = [n + len(p) for n, p in zip(char_lengths, usable.pairs)]
+        char_lengths = [n + len(p) for n, p in zip(char_lengths, usable.pairs, strict=True)]
     preview = df.head(PREVIEW_ROWS).to_dict("records")
     return {
         "rows": len(df),
@@ -288,9 +270,7 @@ def summarize(
             "text_pair": mapping.text_pair,
             "label": mapping.label,
         },
-        "label_counts": {
-            n: counts[n] for n in sorted_label_names(usable.names, usable.numeric)
-        },
+        "label_counts": {n: counts[n] for n in sorted_label_names(usable.names, usable.numeric)},
         "invalid_rows": usable.dropped,
         "preview": [{str(k): _plain(v) for k, v in row.items()} for row in preview],
         "char_length": length_summary(char_lengths),
@@ -303,16 +283,12 @@ def length_summary(lengths: list[int]) -> dict[str, int]:
     if not lengths:
         return {**{f"p{q}": 0 for q in PERCENTILES}, "max": 0}
     values = np.asarray(lengths)
-    summary = {
-        f"p{q}": int(np.percentile(values, q, method="higher")) for q in PERCENTILES
-    }
+    summary = {f"p{q}": int(np.percentile(values, q, method="higher")) for q in PERCENTILES}
     summary["max"] = int(values.max())
     return summary
 
 
-def _token_lengths(
-    tokenizer: Any, texts: list[str], pairs: list[str] | None
-) -> dict[str, int] | None:
+def _token_lengths(tokenizer: Any, texts: list[str], pairs: list[str] | None) -> dict[str, int] | None:
     if tokenizer is None:
         return None
     if not texts:

@@ -30,8 +30,7 @@ FORMAT_VERSION = 1
 CHECK_ROWS = 64  # eval rows whose probabilities are stored for the reload check
 ADAPTER_FILES = {  # the files that make up "the adapter" (its size is reported)
     "peft": ("adapter_model.safetensors",),
-    "adapters": ("adapter_model.safetensors", "head_model.safetensors",
-                 "pytorch_adapter.bin", "pytorch_model_head.bin"),
+    "adapters": ("adapter.safetensors", "model_head.safetensors"),
     "transformers": ("model.safetensors",),
     "own": ("probe_head.safetensors",),
 }
@@ -53,41 +52,71 @@ def adapter_bytes(out_dir: Path, library: str) -> int:
     return sum((out_dir / f).stat().st_size for f in ADAPTER_FILES[library] if (out_dir / f).is_file())
 
 
-def write_common(out_dir: Path, *, cfg: TrainConfig, info: ModelInfo, tokenizer: Any,
-                 data: PreparedData, summary: dict[str, Any], eval_probs: np.ndarray,
-                 extra_manifest: dict[str, Any] | None = None) -> dict[str, Any]:
+def write_common(
+    out_dir: Path,
+    *,
+    cfg: TrainConfig,
+    info: ModelInfo,
+    tokenizer: Any,
+    data: PreparedData,
+    summary: dict[str, Any],
+    eval_probs: np.ndarray,
+    extra_manifest: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """Files every run folder has; returns artifact facts for the summary."""
     spec = registry.get(cfg.method)
     tokenizer.save_pretrained(str(out_dir))
-    (out_dir / "labels.json").write_text(json.dumps(
-        {"id2label": data.id2label, "label2id": data.label2id}, indent=2))
+    (out_dir / "labels.json").write_text(
+        json.dumps({"id2label": data.id2label, "label2id": data.label2id}, indent=2)
+    )
     (out_dir / "training_config.json").write_text(json.dumps(cfg.to_dict(), indent=2))
     manifest = {
-        "format_version": FORMAT_VERSION, "method": cfg.method, "library": spec.library,
-        "base_model": info.name, "base_model_path": info.path, "model_type": info.model_type,
-        "quant": cfg.quant, "label_names": data.label_names, "max_length": cfg.max_length,
-        "text_column": data.mapping.text, "text_pair_column": data.mapping.text_pair,
-        "label_column": data.mapping.label, **(extra_manifest or {}),
+        "format_version": FORMAT_VERSION,
+        "method": cfg.method,
+        "library": spec.library,
+        "base_model": info.name,
+        "base_model_path": info.path,
+        "model_type": info.model_type,
+        "quant": cfg.quant,
+        "label_names": data.label_names,
+        "max_length": cfg.max_length,
+        "text_column": data.mapping.text,
+        "text_pair_column": data.mapping.text_pair,
+        "label_column": data.mapping.label,
+        **(extra_manifest or {}),
     }
     (out_dir / "workbench.json").write_text(json.dumps(manifest, indent=2))
     n = min(CHECK_ROWS, len(data.eval))
-    check = {"texts": data.eval.texts[:n],
-             "pairs": data.eval.pairs[:n] if data.eval.pairs is not None else None,
-             "probs": np.asarray(eval_probs[:n]).tolist()}
+    check = {
+        "texts": data.eval.texts[:n],
+        "pairs": data.eval.pairs[:n] if data.eval.pairs is not None else None,
+        "probs": np.asarray(eval_probs[:n]).tolist(),
+    }
     (out_dir / "check_predictions.json").write_text(json.dumps(check))
     size = adapter_bytes(out_dir, spec.library)
     (out_dir / "README.md").write_text(render_model_card(manifest, cfg, {**summary, "adapter_bytes": size}))
     return {"artifact_dir": str(out_dir.resolve()), "adapter_bytes": size}
 
 
-def save_run(out_dir: Path, *, model: Any, cfg: TrainConfig, info: ModelInfo, tokenizer: Any,
-             data: PreparedData, summary: dict[str, Any], history: list[dict[str, Any]],
-             best: dict[str, Any] | None, eval_probs: np.ndarray) -> dict[str, Any]:
+def save_run(
+    out_dir: Path,
+    *,
+    model: Any,
+    cfg: TrainConfig,
+    info: ModelInfo,
+    tokenizer: Any,
+    data: PreparedData,
+    summary: dict[str, Any],
+    history: list[dict[str, Any]],
+    best: dict[str, Any] | None,
+    eval_probs: np.ndarray,
+) -> dict[str, Any]:
     """Write the whole artifact folder for a model-based (non-probe) run."""
     out_dir.mkdir(parents=True, exist_ok=True)
     save_weights(model, registry.get(cfg.method).library, out_dir)
-    return write_common(out_dir, cfg=cfg, info=info, tokenizer=tokenizer, data=data,
-                        summary=summary, eval_probs=eval_probs)
+    return write_common(
+        out_dir, cfg=cfg, info=info, tokenizer=tokenizer, data=data, summary=summary, eval_probs=eval_probs
+    )
 
 
 def export_zip(artifact_dir: str | Path, out_zip: str | Path) -> Path:

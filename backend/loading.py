@@ -20,15 +20,20 @@ from backend.errors import ConfigError
 def read_manifest(artifact_dir: Path) -> dict[str, Any]:
     path = Path(artifact_dir) / "workbench.json"
     if not path.is_file():
-        raise ConfigError(f"{artifact_dir} is not a run folder (no workbench.json); pass the "
-                          "folder that train/--out or a job's artifact created")
+        raise ConfigError(
+            f"{artifact_dir} is not a run folder (no workbench.json); pass the "
+            "folder that train/--out or a job's artifact created"
+        )
     return json.loads(path.read_text())
 
 
 def _labels(manifest: dict[str, Any]) -> dict[str, Any]:
     names = manifest["label_names"]
-    return {"num_labels": len(names), "id2label": dict(enumerate(names)),
-            "label2id": {n: i for i, n in enumerate(names)}}
+    return {
+        "num_labels": len(names),
+        "id2label": dict(enumerate(names)),
+        "label2id": {n: i for i, n in enumerate(names)},
+    }
 
 
 def _quant_kwargs(manifest: dict[str, Any]) -> dict[str, Any]:
@@ -36,11 +41,16 @@ def _quant_kwargs(manifest: dict[str, Any]) -> dict[str, Any]:
         return {}
     from backend.models import DECODER_TYPES, ModelInfo, quantization_config
 
-    info = ModelInfo(manifest["base_model"], manifest["base_model_path"], manifest["model_type"],
-                     0, 0, manifest["model_type"] in DECODER_TYPES)
+    info = ModelInfo(
+        manifest["base_model"],
+        manifest["base_model_path"],
+        manifest["model_type"],
+        0,
+        0,
+        manifest["model_type"] in DECODER_TYPES,
+    )
     device = "cuda:0" if torch.cuda.is_available() else "cpu"
-    return {"quantization_config": quantization_config(manifest["quant"], info),
-            "device_map": {"": device}}
+    return {"quantization_config": quantization_config(manifest["quant"], info), "device_map": {"": device}}
 
 
 def _base_classifier(manifest: dict[str, Any]) -> Any:
@@ -49,7 +59,8 @@ def _base_classifier(manifest: dict[str, Any]) -> Any:
 
     hf_logging.set_verbosity_error()
     model = AutoModelForSequenceClassification.from_pretrained(
-        manifest["base_model_path"], **_labels(manifest), **_quant_kwargs(manifest))
+        manifest["base_model_path"], **_labels(manifest), **_quant_kwargs(manifest)
+    )
     if manifest.get("quant") == "4bit":
         from backend.models import disable_cpu_bf16_4bit
 
@@ -98,15 +109,21 @@ class Predictor:
         self.device = next(self.model.parameters()).device
 
     @torch.no_grad()
-    def predict_proba(self, texts: list[str], pairs: list[str] | None = None,
-                      batch_size: int = 64) -> np.ndarray:
+    def predict_proba(
+        self, texts: list[str], pairs: list[str] | None = None, batch_size: int = 64
+    ) -> np.ndarray:
         out = []
         for i in range(0, len(texts), batch_size):
             args = [texts[i : i + batch_size]]
             if pairs is not None:
                 args.append(pairs[i : i + batch_size])
-            enc = self.tokenizer(*args, truncation=True, max_length=self.manifest["max_length"],
-                                 padding=True, return_tensors="pt").to(self.device)
+            enc = self.tokenizer(
+                *args,
+                truncation=True,
+                max_length=self.manifest["max_length"],
+                padding=True,
+                return_tensors="pt",
+            ).to(self.device)
             logits = self.model(**enc)
             logits = getattr(logits, "logits", logits)
             out.append(torch.softmax(logits.float(), -1).cpu())

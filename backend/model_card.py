@@ -7,15 +7,15 @@ from typing import Any
 from backend.train_config import TrainConfig
 
 _LOAD_SNIPPETS = {
-    "peft": '''from transformers import AutoModelForSequenceClassification, AutoTokenizer
+    "peft": """from transformers import AutoModelForSequenceClassification, AutoTokenizer
 from peft import PeftModel
 import json
 labels = json.load(open("labels.json"))["id2label"]
 base = AutoModelForSequenceClassification.from_pretrained(
     "{base}", num_labels={n}, id2label={{int(k): v for k, v in labels.items()}})
 model = PeftModel.from_pretrained(base, ".").eval()
-tok = AutoTokenizer.from_pretrained(".")''',
-    "adapters": '''from transformers import AutoModelForSequenceClassification, AutoTokenizer
+tok = AutoTokenizer.from_pretrained(".")""",
+    "adapters": """from transformers import AutoModelForSequenceClassification, AutoTokenizer
 import adapters, json
 labels = json.load(open("labels.json"))["id2label"]
 model = AutoModelForSequenceClassification.from_pretrained(
@@ -23,11 +23,11 @@ model = AutoModelForSequenceClassification.from_pretrained(
 adapters.init(model)
 model.load_adapter(".", set_active=True, use_safetensors=True)
 model.eval()
-tok = AutoTokenizer.from_pretrained(".")''',
-    "transformers": '''from transformers import AutoModelForSequenceClassification, AutoTokenizer
+tok = AutoTokenizer.from_pretrained(".")""",
+    "transformers": """from transformers import AutoModelForSequenceClassification, AutoTokenizer
 model = AutoModelForSequenceClassification.from_pretrained(".").eval()
-tok = AutoTokenizer.from_pretrained(".")''',
-    "own": '''import json, torch
+tok = AutoTokenizer.from_pretrained(".")""",
+    "own": """import json, torch
 from safetensors.torch import load_file
 from transformers import AutoModel, AutoTokenizer
 cfg = json.load(open("probe_config.json"))
@@ -41,18 +41,17 @@ def model(**enc):
     if cfg["head"] == "linear":
         return x @ state["net.weight"].T + state["net.bias"]
     x = torch.nn.functional.gelu(x @ state["net.0.weight"].T + state["net.0.bias"])
-    return x @ state["net.3.weight"].T + state["net.3.bias"]''',
+    return x @ state["net.3.weight"].T + state["net.3.bias"]""",
 }
 
 
 def render_model_card(manifest: dict[str, Any], cfg: TrainConfig, summary: dict[str, Any]) -> str:
     """Markdown: base model, method, hyperparameters, metrics, and a load-and-predict snippet."""
     lib = manifest["library"]
-    snippet = _LOAD_SNIPPETS[lib].format(base=manifest["base_model_path"],
-                                         n=len(manifest["label_names"]))
+    snippet = _LOAD_SNIPPETS[lib].format(base=manifest["base_model_path"], n=len(manifest["label_names"]))
     predict = (
         '\nenc = tok(["an example text"], return_tensors="pt", truncation=True, '
-        f'max_length={cfg.max_length})\n'
+        f"max_length={cfg.max_length})\n"
         "with torch.no_grad():\n"
         "    out = model(**enc)\n"
         "probs = torch.softmax(getattr(out, 'logits', out), -1)\n"
@@ -61,17 +60,25 @@ def render_model_card(manifest: dict[str, Any], cfg: TrainConfig, summary: dict[
     knobs = "\n".join(f"| {k} | {v} |" for k, v in cfg.method_config.items()) or "| (defaults) | |"
     metrics = "\n".join(
         f"| {k} | {summary[k]} |"
-        for k in ("accuracy", "macro_f1", "eval_loss", "trainable_params", "total_params",
-                  "train_seconds", "peak_rss_mb", "adapter_bytes")
+        for k in (
+            "accuracy",
+            "macro_f1",
+            "eval_loss",
+            "trainable_params",
+            "total_params",
+            "train_seconds",
+            "peak_rss_mb",
+            "adapter_bytes",
+        )
         if k in summary
     )
-    return f"""# {manifest['method']} adapter for `{manifest['base_model']}`
+    return f"""# {manifest["method"]} adapter for `{manifest["base_model"]}`
 
-Trained with the adaptation workbench. Labels: {', '.join(manifest['label_names'])}.
+Trained with the adaptation workbench. Labels: {", ".join(manifest["label_names"])}.
 
-- Base model: `{manifest['base_model']}` (`{manifest['base_model_path']}`)
-- Method: **{manifest['method']}** (saved in the `{lib}` library's format)
-- Quantization of the base during training: {manifest['quant']}
+- Base model: `{manifest["base_model"]}` (`{manifest["base_model_path"]}`)
+- Method: **{manifest["method"]}** (saved in the `{lib}` library's format)
+- Quantization of the base during training: {manifest["quant"]}
 - Epochs {cfg.effective_epochs}, learning rate {cfg.effective_lr}, batch size {cfg.batch_size},
   max length {cfg.max_length}, seed {cfg.seed}
 

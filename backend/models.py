@@ -18,8 +18,23 @@ from backend.errors import ConfigError, ModelError
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 
 # Architectures whose sequence-classification head sits on the last token and needs a pad token.
-DECODER_TYPES = {"gpt2", "gpt_neo", "gptj", "llama", "mistral", "qwen2", "qwen3", "phi", "phi3",
-                 "gemma", "gemma2", "opt", "bloom", "falcon", "gpt_neox"}
+DECODER_TYPES = {
+    "gpt2",
+    "gpt_neo",
+    "gptj",
+    "llama",
+    "mistral",
+    "qwen2",
+    "qwen3",
+    "phi",
+    "phi3",
+    "gemma",
+    "gemma2",
+    "opt",
+    "bloom",
+    "falcon",
+    "gpt_neox",
+}
 
 
 @dataclass(frozen=True)
@@ -71,7 +86,7 @@ def load_config(name: str, models_cache: Path | None = None) -> tuple[str, Any]:
     path = resolve_path(name, models_cache)
     try:
         config = AutoConfig.from_pretrained(path, trust_remote_code=False)
-    except Exception as exc:  # noqa: BLE001 - transformers raises many kinds here
+    except Exception as exc:
         if Path(path).is_dir():
             raise ModelError(f"model folder {path} has no usable config.json: {exc}") from exc
         hint = (

@@ -22,8 +22,9 @@ class ProbeClassifier(nn.Module):
         self.layer, self.pooling, self.last_token = layer, pooling, last_token
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, **kw: Any) -> torch.Tensor:
-        out = self.encoder(input_ids=input_ids, attention_mask=attention_mask,
-                           output_hidden_states=True, **kw)
+        out = self.encoder(
+            input_ids=input_ids, attention_mask=attention_mask, output_hidden_states=True, **kw
+        )
         feats = pool(out.hidden_states[self.layer], attention_mask, self.pooling, self.last_token)
         return self.head(feats.float())
 

@@ -48,8 +48,10 @@ def load_encoder(info: ModelInfo, quant: str) -> Any:
     kwargs: dict[str, Any] = {}
     qcfg = quantization_config(quant, info)
     if qcfg is not None:
-        kwargs = {"quantization_config": qcfg,
-                  "device_map": {"": "cuda:0" if torch.cuda.is_available() else "cpu"}}
+        kwargs = {
+            "quantization_config": qcfg,
+            "device_map": {"": "cuda:0" if torch.cuda.is_available() else "cpu"},
+        }
     encoder = AutoModel.from_pretrained(info.path, **kwargs)
     if quant == "4bit":
         disable_cpu_bf16_4bit(encoder)
@@ -57,8 +59,9 @@ def load_encoder(info: ModelInfo, quant: str) -> Any:
 
 
 @torch.no_grad()
-def compute_features(encoder: Any, enc: Encoded, pooling: str, last_token: bool,
-                     batch_size: int = 64) -> torch.Tensor:
+def compute_features(
+    encoder: Any, enc: Encoded, pooling: str, last_token: bool, batch_size: int = 64
+) -> torch.Tensor:
     """Pooled features of every layer: [layers + 1, rows, hidden] (index 0 = embeddings)."""
     device = next(encoder.parameters()).device
     chunks = []
@@ -66,8 +69,9 @@ def compute_features(encoder: Any, enc: Encoded, pooling: str, last_token: bool,
         batch.pop("labels")
         batch = {k: v.to(device) for k, v in batch.items()}
         out = encoder(**batch, output_hidden_states=True)
-        layers = [pool(h, batch["attention_mask"], pooling, last_token).float().cpu()
-                  for h in out.hidden_states]
+        layers = [
+            pool(h, batch["attention_mask"], pooling, last_token).float().cpu() for h in out.hidden_states
+        ]
         chunks.append(torch.stack(layers))
     return torch.cat(chunks, dim=1)
 
@@ -86,9 +90,16 @@ def cached_features(cache_dir: Path | None, key: str, compute: Any) -> tuple[tor
     return feats, False
 
 
-def train_head(x: torch.Tensor, y: torch.Tensor, xe: torch.Tensor, ye: np.ndarray,
-               pcfg: Config, cfg: TrainConfig, label_names: list[str], cb: Callback | None,
-               ) -> tuple[ProbeHead, dict[str, Any], list[dict[str, Any]]]:
+def train_head(
+    x: torch.Tensor,
+    y: torch.Tensor,
+    xe: torch.Tensor,
+    ye: np.ndarray,
+    pcfg: Config,
+    cfg: TrainConfig,
+    label_names: list[str],
+    cb: Callback | None,
+) -> tuple[ProbeHead, dict[str, Any], list[dict[str, Any]]]:
     """Train one probe head on features; returns the best-epoch head, its metrics, history."""
     torch.manual_seed(cfg.seed)
     head = ProbeHead(x.shape[1], len(label_names), pcfg.head, pcfg.hidden_size)
@@ -97,8 +108,9 @@ def train_head(x: torch.Tensor, y: torch.Tensor, xe: torch.Tensor, ye: np.ndarra
     steps_per_epoch = math.ceil(n / cfg.batch_size)
     from transformers import get_linear_schedule_with_warmup
 
-    sched = get_linear_schedule_with_warmup(opt, int(cfg.warmup_ratio * epochs * steps_per_epoch),
-                                            epochs * steps_per_epoch)
+    sched = get_linear_schedule_with_warmup(
+        opt, int(cfg.warmup_ratio * epochs * steps_per_epoch), epochs * steps_per_epoch
+    )
     best, best_state, history, step, start = None, None, [], 0, time.perf_counter()
     for epoch in range(1, epochs + 1):
         head.train()
@@ -118,13 +130,23 @@ def train_head(x: torch.Tensor, y: torch.Tensor, xe: torch.Tensor, ye: np.ndarra
             losses.append(loss.item())
             if cb is not None:
                 now = time.perf_counter()
-                cb.on_step(StepInfo(step, epochs * steps_per_epoch, epoch, loss.item(),
-                                    sched.get_last_lr()[0], len(idx) / max(now - t_last, 1e-9),
-                                    now - start))
+                cb.on_step(
+                    StepInfo(
+                        step,
+                        epochs * steps_per_epoch,
+                        epoch,
+                        loss.item(),
+                        sched.get_last_lr()[0],
+                        len(idx) / max(now - t_last, 1e-9),
+                        now - start,
+                    )
+                )
                 t_last = now
         metrics = evaluate_head(head, xe, ye, label_names)
         is_best = best is None or (metrics["accuracy"], -metrics["eval_loss"]) > (
-            best["accuracy"], -best["eval_loss"])
+            best["accuracy"],
+            -best["eval_loss"],
+        )
         if is_best:
             best = {**metrics, "epoch": epoch}
             best_state = {k: v.clone() for k, v in head.state_dict().items()}
@@ -136,8 +158,9 @@ def train_head(x: torch.Tensor, y: torch.Tensor, xe: torch.Tensor, ye: np.ndarra
 
 
 @torch.no_grad()
-def evaluate_head(head: ProbeHead, xe: torch.Tensor, ye: np.ndarray,
-                  label_names: list[str]) -> dict[str, Any]:
+def evaluate_head(
+    head: ProbeHead, xe: torch.Tensor, ye: np.ndarray, label_names: list[str]
+) -> dict[str, Any]:
     head.eval()
     probs = torch.softmax(head(xe), -1).numpy()
     metrics = classification_metrics(ye, probs.argmax(-1), label_names)
@@ -145,8 +168,15 @@ def evaluate_head(head: ProbeHead, xe: torch.Tensor, ye: np.ndarray,
     return metrics
 
 
-def run_probe(cfg: TrainConfig, data: PreparedData, info: ModelInfo, tokenizer: Any, out_dir: Path,
-              cb: Callback, cache_dir: Path | None) -> dict[str, Any]:
+def run_probe(
+    cfg: TrainConfig,
+    data: PreparedData,
+    info: ModelInfo,
+    tokenizer: Any,
+    out_dir: Path,
+    cb: Callback,
+    cache_dir: Path | None,
+) -> dict[str, Any]:
     """Train a probe (or one per layer), save the best head, return the run summary."""
     from backend.params import count_parameters
     from backend.train import peak_rss_mb
@@ -163,8 +193,9 @@ def run_probe(cfg: TrainConfig, data: PreparedData, info: ModelInfo, tokenizer: 
             nonlocal encoder
             encoder = encoder or load_encoder(info, cfg.quant)
             cb.on_log(f"computing features of every layer for {len(split)} rows")
-            return compute_features(encoder, Encoded(tokenizer, split, cfg.max_length),
-                                    pcfg.pooling, info.is_decoder)
+            return compute_features(
+                encoder, Encoded(tokenizer, split, cfg.max_length), pcfg.pooling, info.is_decoder
+            )
 
         return cached_features(cache_dir, key, compute)
 
@@ -173,52 +204,110 @@ def run_probe(cfg: TrainConfig, data: PreparedData, info: ModelInfo, tokenizer: 
     cb.on_log(f"features {'from cache' if hit_t and hit_e else 'computed'} in {feature_seconds:.1f}s")
     y, ye = torch.tensor(data.train.labels), np.asarray(data.eval.labels)
     layers = range(ftrain.shape[0]) if pcfg.sweep_layers else [resolve_layer(pcfg.layer, info.num_layers)]
-    cb.on_start({"trainable_params": None, "total_steps": None, "device": "cpu",
-                 "train_rows": len(y), "eval_rows": len(ye), "layers": list(layers)})
+    cb.on_start(
+        {
+            "trainable_params": None,
+            "total_steps": None,
+            "device": "cpu",
+            "train_rows": len(y),
+            "eval_rows": len(ye),
+            "layers": list(layers),
+        }
+    )
     results = []
     t0 = time.perf_counter()
     for layer in layers:
-        head, best, history = train_head(ftrain[layer], y, feval[layer], ye, pcfg, cfg,
-                                         data.label_names, None if pcfg.sweep_layers else cb)
+        head, best, history = train_head(
+            ftrain[layer], y, feval[layer], ye, pcfg, cfg, data.label_names, None if pcfg.sweep_layers else cb
+        )
         results.append((layer, head, best, history))
         if pcfg.sweep_layers:
             cb.on_log(f"layer {layer}: accuracy {best['accuracy']:.4f}")
-            cb.on_epoch(EpochInfo(len(results), len(layers), len(results), best, history[-1]["train_loss"],
-                                  False, extra={"layer": layer}))
+            cb.on_epoch(
+                EpochInfo(
+                    len(results),
+                    len(layers),
+                    len(results),
+                    best,
+                    history[-1]["train_loss"],
+                    False,
+                    extra={"layer": layer},
+                )
+            )
     head_seconds = time.perf_counter() - t0
     layer, head, best, history = max(results, key=lambda r: (r[2]["accuracy"], -r[2]["eval_loss"]))
     summary = {
-        "method": "probe", "quant": cfg.quant, "device": "cpu",
-        "accuracy": best["accuracy"], "macro_f1": best["macro_f1"], "eval_loss": best["eval_loss"],
-        "best_epoch": best["epoch"], "layer": layer,
+        "method": "probe",
+        "quant": cfg.quant,
+        "device": "cpu",
+        "accuracy": best["accuracy"],
+        "macro_f1": best["macro_f1"],
+        "eval_loss": best["eval_loss"],
+        "best_epoch": best["epoch"],
+        "layer": layer,
         "trainable_params": sum(p.numel() for p in head.parameters()),
-        "total_params": count_parameters(info.path, "probe", cfg.method_config,
-                                         tuple(data.label_names)).total,
+        "total_params": count_parameters(
+            info.path, "probe", cfg.method_config, tuple(data.label_names)
+        ).total,
         "train_seconds": round(time.perf_counter() - started, 3),
-        "feature_seconds": round(feature_seconds, 3), "features_cached": hit_t and hit_e,
+        "feature_seconds": round(feature_seconds, 3),
+        "features_cached": hit_t and hit_e,
         "seconds_per_epoch": round(head_seconds / (len(results) * cfg.effective_epochs), 4),
-        "peak_rss_mb": round(peak_rss_mb(), 1), "peak_gpu_mb": None,
-        "train_rows": len(y), "eval_rows": len(ye),
-        "layer_accuracy": [{"layer": r[0], "accuracy": r[2]["accuracy"], "macro_f1": r[2]["macro_f1"]}
-                           for r in results] if pcfg.sweep_layers else None,
+        "peak_rss_mb": round(peak_rss_mb(), 1),
+        "peak_gpu_mb": None,
+        "train_rows": len(y),
+        "eval_rows": len(ye),
+        "layer_accuracy": [
+            {
+                "layer": r[0],
+                "accuracy": r[2]["accuracy"],
+                "macro_f1": r[2]["macro_f1"],
+                "eval_loss": r[2]["eval_loss"],
+            }
+            for r in results
+        ]
+        if pcfg.sweep_layers
+        else None,
     }
     eval_probs = torch.softmax(head.eval()(feval[layer]), -1).detach().numpy()
     summary.update(save_probe(out_dir, head, layer, pcfg, cfg, info, tokenizer, data, summary, eval_probs))
-    (out_dir / "metrics.json").write_text(json.dumps({**summary, "best": best, "history": history},
-                                                     indent=2))
+    (out_dir / "metrics.json").write_text(json.dumps({**summary, "best": best, "history": history}, indent=2))
     return summary
 
 
-def save_probe(out_dir: Path, head: ProbeHead, layer: int, pcfg: Config, cfg: TrainConfig,
-               info: ModelInfo, tokenizer: Any, data: PreparedData, summary: dict[str, Any],
-               eval_probs: np.ndarray) -> dict[str, Any]:
+def save_probe(
+    out_dir: Path,
+    head: ProbeHead,
+    layer: int,
+    pcfg: Config,
+    cfg: TrainConfig,
+    info: ModelInfo,
+    tokenizer: Any,
+    data: PreparedData,
+    summary: dict[str, Any],
+    eval_probs: np.ndarray,
+) -> dict[str, Any]:
     out_dir.mkdir(parents=True, exist_ok=True)
-    save_file({k: v.contiguous() for k, v in head.state_dict().items()},
-              str(out_dir / "probe_head.safetensors"))
-    probe_cfg = {"layer": layer, "pooling": pcfg.pooling, "head": pcfg.head,
-                 "hidden_size": pcfg.hidden_size, "in_features": info.hidden_size,
-                 "num_labels": len(data.label_names), "last_token": info.is_decoder}
+    save_file(
+        {k: v.contiguous() for k, v in head.state_dict().items()}, str(out_dir / "probe_head.safetensors")
+    )
+    probe_cfg = {
+        "layer": layer,
+        "pooling": pcfg.pooling,
+        "head": pcfg.head,
+        "hidden_size": pcfg.hidden_size,
+        "in_features": info.hidden_size,
+        "num_labels": len(data.label_names),
+        "last_token": info.is_decoder,
+    }
     (out_dir / "probe_config.json").write_text(json.dumps(probe_cfg, indent=2))
-    return export.write_common(out_dir, cfg=cfg, info=info, tokenizer=tokenizer, data=data,
-                               summary=summary, eval_probs=eval_probs,
-                               extra_manifest={"probe": probe_cfg})
+    return export.write_common(
+        out_dir,
+        cfg=cfg,
+        info=info,
+        tokenizer=tokenizer,
+        data=data,
+        summary=summary,
+        eval_probs=eval_probs,
+        extra_manifest={"probe": probe_cfg},
+    )

@@ -26,14 +26,22 @@ def check_in_this_process(artifact_dir: Path) -> dict[str, Any]:
     want = np.asarray(stored["probs"])
     diff = float(np.abs(probs - want).max()) if len(want) else 0.0
     same = bool((probs.argmax(-1) == want.argmax(-1)).all())
-    return {"rows": len(want), "labels_identical": same, "max_abs_prob_diff": diff,
-            "ok": same and diff <= TOLERANCE}
+    return {
+        "rows": len(want),
+        "labels_identical": same,
+        "max_abs_prob_diff": diff,
+        "ok": same and diff <= TOLERANCE,
+    }
 
 
 def run_fresh_process(artifact_dir: str | Path) -> dict[str, Any]:
     """Run the check in a new Python process (nothing shared with the trainer)."""
-    proc = subprocess.run([sys.executable, "-m", "backend.reload_check", str(artifact_dir)],
-                          capture_output=True, text=True, cwd=Path(__file__).resolve().parent.parent)
+    proc = subprocess.run(
+        [sys.executable, "-m", "backend.reload_check", str(artifact_dir)],
+        capture_output=True,
+        text=True,
+        cwd=Path(__file__).resolve().parent.parent,
+    )
     lines = proc.stdout.strip().splitlines()
     if proc.returncode not in (0, 1) or not lines:
         return {"ok": False, "error": proc.stderr.strip()[-2000:]}

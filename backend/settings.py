@@ -27,9 +27,7 @@ class Settings:
     def from_env(cls) -> Settings:
         """Read ``WORKBENCH_DATA_DIR``, ``WORKBENCH_MODELS_CACHE``, ``WORKBENCH_DB_URL``."""
         data_dir = Path(os.environ.get("WORKBENCH_DATA_DIR", PROJECT_ROOT / "runs")).resolve()
-        models_cache = Path(
-            os.environ.get("WORKBENCH_MODELS_CACHE", PROJECT_ROOT / "models_cache")
-        ).resolve()
+        models_cache = Path(os.environ.get("WORKBENCH_MODELS_CACHE", PROJECT_ROOT / "models_cache")).resolve()
         db_url = os.environ.get("WORKBENCH_DB_URL", f"sqlite:///{data_dir / 'workbench.db'}")
         return cls(data_dir=data_dir, models_cache=models_cache, db_url=db_url)
 

@@ -56,9 +56,15 @@ def autocast(device: torch.device) -> contextlib.AbstractContextManager[Any]:
 
 def load_data(cfg: TrainConfig) -> PreparedData:
     return prepare(
-        cfg.data, cfg.eval_data, text_column=cfg.text_column, text_pair_column=cfg.text_pair_column,
-        label_column=cfg.label_column, eval_fraction=cfg.eval_fraction, seed=cfg.seed,
-        drop_invalid=cfg.drop_invalid, max_train_samples=cfg.max_train_samples,
+        cfg.data,
+        cfg.eval_data,
+        text_column=cfg.text_column,
+        text_pair_column=cfg.text_pair_column,
+        label_column=cfg.label_column,
+        eval_fraction=cfg.eval_fraction,
+        seed=cfg.seed,
+        drop_invalid=cfg.drop_invalid,
+        max_train_samples=cfg.max_train_samples,
     )
 
 
@@ -100,8 +106,16 @@ def better(new: dict[str, Any], best: dict[str, Any] | None) -> bool:
 class Fitter:
     """The epoch/step loop for every method that trains through the model's forward."""
 
-    def __init__(self, model: Any, cfg: TrainConfig, train: Encoded, evals: Encoded,
-                 label_names: list[str], device: torch.device, callback: Callback) -> None:
+    def __init__(
+        self,
+        model: Any,
+        cfg: TrainConfig,
+        train: Encoded,
+        evals: Encoded,
+        label_names: list[str],
+        device: torch.device,
+        callback: Callback,
+    ) -> None:
         self.model, self.cfg, self.train, self.evals = model, cfg, train, evals
         self.label_names, self.device, self.cb = label_names, device, callback
         params = [p for p in model.parameters() if p.requires_grad]
@@ -130,10 +144,13 @@ class Fitter:
             if is_best:
                 self.best, self.best_state = {**metrics, "epoch": epoch}, trainable_state(self.model)
             self.history.append({"epoch": epoch, "train_loss": train_loss, **metrics})
-            self.cb.on_epoch(EpochInfo(epoch, self.cfg.effective_epochs, self.step, metrics,
-                                       train_loss, is_best))
-            self.cb.on_log(f"epoch {epoch}: accuracy {metrics['accuracy']:.4f} "
-                           f"macro-F1 {metrics['macro_f1']:.4f} eval loss {metrics['eval_loss']:.4f}")
+            self.cb.on_epoch(
+                EpochInfo(epoch, self.cfg.effective_epochs, self.step, metrics, train_loss, is_best)
+            )
+            self.cb.on_log(
+                f"epoch {epoch}: accuracy {metrics['accuracy']:.4f} "
+                f"macro-F1 {metrics['macro_f1']:.4f} eval loss {metrics['eval_loss']:.4f}"
+            )
             if checkpoint_dir is not None:
                 checkpoint.save(checkpoint_dir, self, epoch)
                 self.cb.on_checkpoint(epoch, str(checkpoint_dir))
@@ -153,15 +170,24 @@ class Fitter:
             if i % cfg.grad_accum and i != self.train.num_batches(cfg.batch_size):
                 continue
             torch.nn.utils.clip_grad_norm_(
-                [p for p in self.model.parameters() if p.requires_grad], cfg.max_grad_norm)
+                [p for p in self.model.parameters() if p.requires_grad], cfg.max_grad_norm
+            )
             self.optimizer.step()
             self.scheduler.step()
             self.optimizer.zero_grad(set_to_none=True)
             self.step += 1
             now = time.perf_counter()
-            self.cb.on_step(StepInfo(
-                self.step, self.total_steps, epoch, float(np.mean(losses[-cfg.grad_accum:])),
-                self.scheduler.get_last_lr()[0], seen / max(now - t_last, 1e-9), now - start))
+            self.cb.on_step(
+                StepInfo(
+                    self.step,
+                    self.total_steps,
+                    epoch,
+                    float(np.mean(losses[-cfg.grad_accum :])),
+                    self.scheduler.get_last_lr()[0],
+                    seen / max(now - t_last, 1e-9),
+                    now - start,
+                )
+            )
             t_last, seen = now, 0
         return float(np.mean(losses)) if losses else float("nan")
 
@@ -204,35 +230,61 @@ def run_training(
     train_enc = Encoded(tokenizer, data.train, cfg.max_length)
     eval_enc = Encoded(tokenizer, data.eval, cfg.max_length)
     fitter = Fitter(model, cfg, train_enc, eval_enc, data.label_names, device, cb)
-    counts = count_parameters(cfg.model, cfg.method, cfg.method_config, tuple(data.label_names),
-                              str(models_cache) if models_cache else None)
+    counts = count_parameters(
+        cfg.model,
+        cfg.method,
+        cfg.method_config,
+        tuple(data.label_names),
+        str(models_cache) if models_cache else None,
+    )
     live = count(model)
-    cb.on_start({"trainable_params": live.trainable, "total_params": counts.total,
-                 "total_steps": fitter.total_steps, "device": str(device),
-                 "train_rows": len(train_enc), "eval_rows": len(eval_enc)})
+    cb.on_start(
+        {
+            "trainable_params": live.trainable,
+            "total_params": counts.total,
+            "total_steps": fitter.total_steps,
+            "device": str(device),
+            "train_rows": len(train_enc),
+            "eval_rows": len(eval_enc),
+        }
+    )
     start_epoch = checkpoint.load(resume_from, fitter) + 1 if resume_from else 1
     fitter.run(start_epoch, checkpoint_dir)
     if fitter.best_state is not None:
         model.load_state_dict(fitter.best_state, strict=False)
     train_seconds = time.perf_counter() - started
     summary = {
-        "method": cfg.method, "quant": cfg.quant, "device": str(device),
-        "accuracy": fitter.best["accuracy"], "macro_f1": fitter.best["macro_f1"],
-        "eval_loss": fitter.best["eval_loss"], "best_epoch": fitter.best["epoch"],
-        "trainable_params": live.trainable, "total_params": counts.total,
+        "method": cfg.method,
+        "quant": cfg.quant,
+        "device": str(device),
+        "accuracy": fitter.best["accuracy"],
+        "macro_f1": fitter.best["macro_f1"],
+        "eval_loss": fitter.best["eval_loss"],
+        "best_epoch": fitter.best["epoch"],
+        "trainable_params": live.trainable,
+        "total_params": counts.total,
         "train_seconds": round(train_seconds, 3),
-        "seconds_per_epoch": round(float(np.mean(fitter.epoch_seconds)), 3)
-        if fitter.epoch_seconds else None,
+        "seconds_per_epoch": round(float(np.mean(fitter.epoch_seconds)), 3) if fitter.epoch_seconds else None,
         "peak_rss_mb": round(peak_rss_mb(), 1),
-        "peak_gpu_mb": round(torch.cuda.max_memory_allocated() / 2**20, 1)
-        if device.type == "cuda" else None,
-        "train_rows": len(train_enc), "eval_rows": len(eval_enc),
+        "peak_gpu_mb": round(torch.cuda.max_memory_allocated() / 2**20, 1) if device.type == "cuda" else None,
+        "train_rows": len(train_enc),
+        "eval_rows": len(eval_enc),
     }
     probs = predict_probs(model, eval_enc, device)
-    art = export.save_run(Path(out_dir), model=model, cfg=cfg, info=info, tokenizer=tokenizer,
-                          data=data, summary=summary, history=fitter.history,
-                          best=fitter.best, eval_probs=probs)
+    art = export.save_run(
+        Path(out_dir),
+        model=model,
+        cfg=cfg,
+        info=info,
+        tokenizer=tokenizer,
+        data=data,
+        summary=summary,
+        history=fitter.history,
+        best=fitter.best,
+        eval_probs=probs,
+    )
     summary.update(art)
-    (Path(out_dir) / "metrics.json").write_text(json.dumps(
-        {**summary, "best": fitter.best, "history": fitter.history}, indent=2))
+    (Path(out_dir) / "metrics.json").write_text(
+        json.dumps({**summary, "best": fitter.best, "history": fitter.history}, indent=2)
+    )
     return summary

@@ -16,11 +16,16 @@ ADAPTER_NAME = "workbench"
 
 @dataclass
 class Config:
-    bottleneck: int = knob(64, "Bottleneck size", "Width of the adapter's down-projection.",
-                           min=2, max=1024, step=2)
-    placement: str = knob("houlsby", "Adapter placement", "houlsby: after attention and FFN; "
-                          "pfeiffer: after the FFN only; parallel: beside the FFN, scaled (He et al.).",
-                          choices=("houlsby", "pfeiffer", "parallel"))
+    bottleneck: int = knob(
+        64, "Bottleneck size", "Width of the adapter's down-projection.", min=2, max=1024, step=2
+    )
+    placement: str = knob(
+        "houlsby",
+        "Adapter placement",
+        "houlsby: after attention and FFN; "
+        "pfeiffer: after the FFN only; parallel: beside the FFN, scaled (He et al.).",
+        choices=("houlsby", "pfeiffer", "parallel"),
+    )
 
     def __post_init__(self) -> None:
         check_range(self)
@@ -61,7 +66,11 @@ def build(model: Any, cfg: Config, ctx: BuildContext) -> Any:
 
 
 SPEC = MethodSpec(
-    key="adapter", label="Bottleneck adapter", config_cls=Config, build=build, default_lr=1e-3,
+    key="adapter",
+    label="Bottleneck adapter",
+    config_cls=Config,
+    build=build,
+    default_lr=1e-3,
     description="Small bottleneck layers inserted in every block (Houlsby/Pfeiffer/parallel); "
     "near full fine-tuning accuracy with a few % of the parameters.",
     library="adapters",

@@ -69,7 +69,8 @@ class MethodSpec:
         unknown = sorted(set(values) - names)
         if unknown:
             raise ConfigError(
-                f"{self.label} has no setting {', '.join(unknown)}; it has: {', '.join(sorted(names)) or 'none'}"
+                f"{self.label} has no setting {', '.join(unknown)}; "
+                f"it has: {', '.join(sorted(names)) or 'none'}"
             )
         return self.config_cls(**values)
 

@@ -20,7 +20,12 @@ def build(model: Any, cfg: Config, ctx: BuildContext) -> Any:
 
 
 SPEC = MethodSpec(
-    key="full", label="Full fine-tuning", config_cls=Config, build=build, default_lr=5e-5,
+    key="full",
+    label="Full fine-tuning",
+    config_cls=Config,
+    build=build,
+    default_lr=5e-5,
     description="Update every weight. Usually the most accurate; saves a full model copy.",
-    library="transformers", freezes_base=False,
+    library="transformers",
+    freezes_base=False,
 )

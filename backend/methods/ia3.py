@@ -11,8 +11,12 @@ from backend.methods.base import BuildContext, MethodSpec, check_range, knob
 
 @dataclass
 class Config:
-    targets: str = knob("k,v + FFN", "IA3 targets", "Rescale keys, values and the FFN (the paper), or "
-                        "keys and values only.", choices=("k,v + FFN", "k,v only"))
+    targets: str = knob(
+        "k,v + FFN",
+        "IA3 targets",
+        "Rescale keys, values and the FFN (the paper), or keys and values only.",
+        choices=("k,v + FFN", "k,v only"),
+    )
 
     def __post_init__(self) -> None:
         check_range(self)
@@ -22,6 +26,8 @@ def build(model: Any, cfg: Config, ctx: BuildContext) -> Any:
     from peft import IA3Config, TaskType, get_peft_model
     from peft.utils import (
         TRANSFORMERS_MODELS_TO_IA3_FEEDFORWARD_MODULES_MAPPING as FF,
+    )
+    from peft.utils import (
         TRANSFORMERS_MODELS_TO_IA3_TARGET_MODULES_MAPPING as TARGETS,
     )
 
@@ -36,7 +42,11 @@ def build(model: Any, cfg: Config, ctx: BuildContext) -> Any:
 
 
 SPEC = MethodSpec(
-    key="ia3", label="IA3", config_cls=Config, build=build, default_lr=3e-3,
+    key="ia3",
+    label="IA3",
+    config_cls=Config,
+    build=build,
+    default_lr=3e-3,
     description="Learned rescaling vectors on keys, values and FFN activations: the fewest "
     "parameters of the weight-based methods.",
     library="peft",

@@ -10,14 +10,24 @@ from backend.methods.base import BuildContext, MethodSpec, check_range, knob
 
 @dataclass
 class Config:
-    rank: int = knob(8, "LoRA rank", "Rank r of the update B·A; trainable params grow linearly with r.",
-                     min=1, max=256, step=1)
-    alpha: int = knob(16, "LoRA alpha", "Scaling: the update is multiplied by alpha / rank.",
-                      min=1, max=512, step=1)
+    rank: int = knob(
+        8,
+        "LoRA rank",
+        "Rank r of the update B·A; trainable params grow linearly with r.",
+        min=1,
+        max=256,
+        step=1,
+    )
+    alpha: int = knob(
+        16, "LoRA alpha", "Scaling: the update is multiplied by alpha / rank.", min=1, max=512, step=1
+    )
     dropout: float = knob(0.1, "LoRA dropout", "Dropout on the LoRA input.", min=0.0, max=0.5, step=0.05)
-    targets: str = knob("attention q,v", "LoRA targets", "Which weight matrices get an update: the "
-                        "paper's query/value projections, or every linear layer.",
-                        choices=("attention q,v", "all linear"))
+    targets: str = knob(
+        "attention q,v",
+        "LoRA targets",
+        "Which weight matrices get an update: the paper's query/value projections, or every linear layer.",
+        choices=("attention q,v", "all linear"),
+    )
 
     def __post_init__(self) -> None:
         check_range(self)
@@ -28,13 +38,22 @@ def build(model: Any, cfg: Config, ctx: BuildContext) -> Any:
 
     # None lets PEFT pick each architecture's query/value names (query/value, q_lin, c_attn...).
     targets = None if cfg.targets == "attention q,v" else "all-linear"
-    peft_cfg = LoraConfig(task_type=TaskType.SEQ_CLS, r=cfg.rank, lora_alpha=cfg.alpha,
-                          lora_dropout=cfg.dropout, target_modules=targets)
+    peft_cfg = LoraConfig(
+        task_type=TaskType.SEQ_CLS,
+        r=cfg.rank,
+        lora_alpha=cfg.alpha,
+        lora_dropout=cfg.dropout,
+        target_modules=targets,
+    )
     return get_peft_model(model, peft_cfg)
 
 
 SPEC = MethodSpec(
-    key="lora", label="LoRA", config_cls=Config, build=build, default_lr=1e-3,
+    key="lora",
+    label="LoRA",
+    config_cls=Config,
+    build=build,
+    default_lr=2e-3,
     description="Low-rank updates beside frozen weights; mergeable, so no extra inference latency.",
     library="peft",
 )

@@ -10,14 +10,24 @@ from backend.methods.base import BuildContext, MethodSpec, check_range, knob
 
 @dataclass
 class Config:
-    prompt_length: int = knob(20, "Prompt length", "Number of prefix key/value vectors per layer.",
-                              min=1, max=200, step=1)
-    reparameterize: bool = knob(False, "MLP reparameterization", "Produce the prefixes with an MLP "
-                                "during training (Li & Liang). Off = direct deep prompts, as in "
-                                "P-tuning v2.")
-    encoder_hidden_size: int = knob(512, "Reparameterization hidden size", "Hidden size of the MLP "
-                                    "that produces the prefixes (only with reparameterization).",
-                                    min=16, max=4096, step=16)
+    prompt_length: int = knob(
+        20, "Prompt length", "Number of prefix key/value vectors per layer.", min=1, max=200, step=1
+    )
+    reparameterize: bool = knob(
+        False,
+        "MLP reparameterization",
+        "Produce the prefixes with an MLP "
+        "during training (Li & Liang). Off = direct deep prompts, as in "
+        "P-tuning v2.",
+    )
+    encoder_hidden_size: int = knob(
+        512,
+        "Reparameterization hidden size",
+        "Hidden size of the MLP that produces the prefixes (only with reparameterization).",
+        min=16,
+        max=4096,
+        step=16,
+    )
 
     def __post_init__(self) -> None:
         check_range(self)
@@ -26,14 +36,21 @@ class Config:
 def build(model: Any, cfg: Config, ctx: BuildContext) -> Any:
     from peft import PrefixTuningConfig, TaskType, get_peft_model
 
-    peft_cfg = PrefixTuningConfig(task_type=TaskType.SEQ_CLS, num_virtual_tokens=cfg.prompt_length,
-                                  prefix_projection=cfg.reparameterize,
-                                  encoder_hidden_size=cfg.encoder_hidden_size)
+    peft_cfg = PrefixTuningConfig(
+        task_type=TaskType.SEQ_CLS,
+        num_virtual_tokens=cfg.prompt_length,
+        prefix_projection=cfg.reparameterize,
+        encoder_hidden_size=cfg.encoder_hidden_size,
+    )
     return get_peft_model(model, peft_cfg)
 
 
 SPEC = MethodSpec(
-    key="prefix", label="Prefix tuning", config_cls=Config, build=build, default_lr=1e-2,
+    key="prefix",
+    label="Prefix tuning",
+    config_cls=Config,
+    build=build,
+    default_lr=1e-2,
     description="Trainable key/value prefixes in every attention layer (deep prompts, P-tuning v2 "
     "style), with an optional MLP reparameterization.",
     library="peft",

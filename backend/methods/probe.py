@@ -18,16 +18,34 @@ from backend.methods.base import BuildContext, MethodSpec, check_range, freeze, 
 
 @dataclass
 class Config:
-    head: str = knob("linear", "Probe head", "A linear classifier, or an MLP with one hidden layer.",
-                     choices=("linear", "mlp"))
-    hidden_size: int = knob(256, "MLP hidden size", "Hidden units of the MLP head (ignored for linear).",
-                            min=8, max=4096, step=8)
-    pooling: str = knob("mean", "Pooling", "Mean of the token vectors, or the first ([CLS]) token "
-                        "(the last token for decoder models).", choices=("mean", "cls"))
-    layer: int = knob(-1, "Layer", "Which layer to probe: 0 = embeddings, 1..L = transformer layers, "
-                      "-1 = the last.", min=-1, max=96, step=1)
-    sweep_layers: bool = knob(False, "Probe every layer", "Train one probe per layer (nearly free "
-                              "with cached features) and report accuracy by layer.")
+    head: str = knob(
+        "linear",
+        "Probe head",
+        "A linear classifier, or an MLP with one hidden layer.",
+        choices=("linear", "mlp"),
+    )
+    hidden_size: int = knob(
+        256, "MLP hidden size", "Hidden units of the MLP head (ignored for linear).", min=8, max=4096, step=8
+    )
+    pooling: str = knob(
+        "mean",
+        "Pooling",
+        "Mean of the token vectors, or the first ([CLS]) token (the last token for decoder models).",
+        choices=("mean", "cls"),
+    )
+    layer: int = knob(
+        -1,
+        "Layer",
+        "Which layer to probe: 0 = embeddings, 1..L = transformer layers, -1 = the last.",
+        min=-1,
+        max=96,
+        step=1,
+    )
+    sweep_layers: bool = knob(
+        False,
+        "Probe every layer",
+        "Train one probe per layer (nearly free with cached features) and report accuracy by layer.",
+    )
 
     def __post_init__(self) -> None:
         check_range(self)
@@ -42,7 +60,9 @@ class ProbeHead(nn.Module):
             self.net: nn.Module = nn.Linear(in_features, num_labels)
         else:
             self.net = nn.Sequential(
-                nn.Linear(in_features, hidden_size), nn.GELU(), nn.Dropout(0.1),
+                nn.Linear(in_features, hidden_size),
+                nn.GELU(),
+                nn.Dropout(0.1),
                 nn.Linear(hidden_size, num_labels),
             )
 
@@ -83,8 +103,9 @@ class ProbeModel(nn.Module):
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, **kw: Any) -> torch.Tensor:
         with torch.no_grad():
-            out = self.encoder(input_ids=input_ids, attention_mask=attention_mask,
-                               output_hidden_states=True, **kw)
+            out = self.encoder(
+                input_ids=input_ids, attention_mask=attention_mask, output_hidden_states=True, **kw
+            )
             feats = pool(out.hidden_states[self.layer], attention_mask, self.pooling, self.last_token)
         return self.head(feats.float())
 
@@ -94,8 +115,13 @@ def build(model: Any, cfg: Config, ctx: BuildContext) -> ProbeModel:
 
 
 SPEC = MethodSpec(
-    key="probe", label="Probing", config_cls=Config, build=build, default_lr=1e-2,
+    key="probe",
+    label="Probing",
+    config_cls=Config,
+    build=build,
+    default_lr=1e-2,
     description="Frozen model, train only a small head on one layer's pooled output. Shows what "
     "each layer already encodes (BERTology); the cheapest method by far.",
-    library="own", default_epochs=10,
+    library="own",
+    default_epochs=10,
 )

@@ -10,13 +10,21 @@ from backend.methods.base import BuildContext, MethodSpec, check_range, knob
 
 @dataclass
 class Config:
-    prompt_length: int = knob(20, "Prompt length", "Number of trainable virtual tokens.",
-                              min=1, max=200, step=1)
-    init: str = knob("label words", "Prompt initialization", "Random vectors, embeddings of random "
-                     "vocabulary tokens, or the embeddings of the label names (or your own text).",
-                     choices=("random", "vocab", "label words", "text"))
-    init_text: str = knob("", "Initialization text", "Text whose token embeddings start the prompt "
-                          "(with initialization 'text').")
+    prompt_length: int = knob(
+        20, "Prompt length", "Number of trainable virtual tokens.", min=1, max=200, step=1
+    )
+    init: str = knob(
+        "label words",
+        "Prompt initialization",
+        "Random vectors, embeddings of random "
+        "vocabulary tokens, or the embeddings of the label names (or your own text).",
+        choices=("random", "vocab", "label words", "text"),
+    )
+    init_text: str = knob(
+        "",
+        "Initialization text",
+        "Text whose token embeddings start the prompt (with initialization 'text').",
+    )
 
     def __post_init__(self) -> None:
         check_range(self)
@@ -35,13 +43,16 @@ def build(model: Any, cfg: Config, ctx: BuildContext) -> Any:
         }
     elif cfg.init == "vocab":
         kwargs = {"prompt_tuning_init": PromptTuningInit.SAMPLE_VOCAB}
-    peft_cfg = PromptTuningConfig(task_type=TaskType.SEQ_CLS, num_virtual_tokens=cfg.prompt_length,
-                                  **kwargs)
+    peft_cfg = PromptTuningConfig(task_type=TaskType.SEQ_CLS, num_virtual_tokens=cfg.prompt_length, **kwargs)
     return get_peft_model(model, peft_cfg)
 
 
 SPEC = MethodSpec(
-    key="prompt", label="Prompt tuning", config_cls=Config, build=build, default_lr=3e-2,
+    key="prompt",
+    label="Prompt tuning",
+    config_cls=Config,
+    build=build,
+    default_lr=3e-2,
     description="Trainable soft-prompt tokens at the input only. Tiny artifact; strong mainly on "
     "large models.",
     library="peft",

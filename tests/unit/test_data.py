@@ -29,11 +29,7 @@ SHARED_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 
 def rows_for(counts: dict[Any, int]) -> list[dict[str, Any]]:
     """Rows with distinct texts: ``counts`` maps each label to how many rows it gets."""
-    return [
-        {"text": f"{label} example {i}", "label": label}
-        for label, n in counts.items()
-        for i in range(n)
-    ]
+    return [{"text": f"{label} example {i}", "label": label} for label, n in counts.items() for i in range(n)]
 
 
 def write_csv(path: Path, rows: list[dict[str, Any]], sep: str = ",") -> Path:
@@ -122,15 +118,12 @@ def test_lone_free_text_column_is_the_text(tmp_path: Path) -> None:
     rows = [{"id": str(i), "body": f"words {i}", "y": i % 2} for i in range(6)]
     df = read_table(write_csv(tmp_path / "d.csv", rows))
     assert detect_columns(list(df.columns), df) == ColumnMapping("body", "y")
-    with pytest.raises(DataError, match="no text column found.*'id', 'body'"):
+    with pytest.raises(DataError, match=r"no text column found.*'id', 'body'"):
         detect_columns(list(df.columns))
 
 
 def test_overrides_win_and_pair_can_be_chosen(tmp_path: Path) -> None:
-    rows = [
-        {"text": f"t{i}", "q": f"a{i}", "r": f"b{i}", "gold": "xy"[i % 2]}
-        for i in range(8)
-    ]
+    rows = [{"text": f"t{i}", "q": f"a{i}", "r": f"b{i}", "gold": "xy"[i % 2]} for i in range(8)]
     path = write_csv(tmp_path / "d.csv", rows)
     data = prepare(path, text_column="q", text_pair_column="r", label_column="gold")
     assert data.mapping == ColumnMapping(text="q", label="gold", text_pair="r")
@@ -175,9 +168,7 @@ def test_integral_float_labels_become_ints(tmp_path: Path) -> None:
 
 def test_non_integral_float_labels_are_regression(tmp_path: Path) -> None:
     path = write_format(tmp_path, ".parquet", rows_for({0.5: 3, 1.0: 3}))
-    with pytest.raises(
-        DataError, match=r"non-whole numbers \(e\.g\. 0\.5 in row 1\).*regression"
-    ):
+    with pytest.raises(DataError, match=r"non-whole numbers \(e\.g\. 0\.5 in row 1\).*regression"):
         prepare(path)
 
 
@@ -202,9 +193,7 @@ def test_split_is_deterministic_per_seed(tmp_path: Path) -> None:
 
 
 def test_every_class_gets_an_eval_row(tmp_path: Path) -> None:
-    data = prepare(
-        write_csv(tmp_path / "d.csv", rows_for({"big": 100, "x": 2, "y": 2}))
-    )
+    data = prepare(write_csv(tmp_path / "d.csv", rows_for({"big": 100, "x": 2, "y": 2})))
     assert set(data.eval.labels) == {0, 1, 2}
     assert set(data.train.labels) == {0, 1, 2}
 
@@ -295,40 +284,82 @@ def test_missing_file(tmp_path: Path) -> None:
         prepare(tmp_path / "nope.csv")
 
 
-def test_binary_bytes_in_a_csv(tmp_path: Path) -> None:
-    path = tmp_path / "d.csv"
-    path.write_bytes(b"text,label\n" + bytes(range(256)))
-    with pytest.raises(DataError, match=r"d\.csv: looks like a binary file.*line 2"):
-        read_table(path)
+READ_ERRORS = {
+    # case id: (file name, content, expected message pattern)
+    "binary bytes in a csv": (
+        "d.csv",
+        b"text,label\n" + bytes(range(256)),
+        r"d\.csv: looks like a binary file.*line 2",
+    ),
+    "not utf-8": (
+        "d.csv",
+        "text,label\ncaf\u00e9,a\n".encode("latin-1"),
+        r"d\.csv: not UTF-8 text \(byte 0xe9 on line 2\)",
+    ),
+    "parquet that is not parquet": (
+        "d.parquet",
+        b"text,label\nx,a\n",
+        r"d\.parquet: not a Parquet file",
+    ),
+    "empty file": ("d.csv", b"", r"d\.csv: the file is empty \(0 bytes\)"),
+    "header only": ("d.csv", b"text,label\n", r"d\.csv: no data rows"),
+    "empty json array": ("d.json", b"[]", r"d\.json: no data rows"),
+    "malformed jsonl line": (
+        "d.jsonl",
+        b'{"text": "x", "label": 1}\n\n{"text": oops}\n',
+        r"d\.jsonl: not valid JSON at line 3, column 10",
+    ),
+    "jsonl line not an object": (
+        "d.jsonl",
+        b'{"text": "x", "label": 1}\n[1, 2]\n',
+        r"line 2 is a JSON list, not an object",
+    ),
+    "json array item not an object": (
+        "d.json",
+        b'[{"text": "x", "label": 1}, "y"]',
+        r"array item 2 is a JSON str",
+    ),
+    "malformed json array": (
+        "d.json",
+        b'[\n{"text": "x", "label": 1},\n{"text": }\n]',
+        r"d\.json: not valid JSON at line 3, column 10",
+    ),
+    "single json object": (
+        "d.json",
+        b'{\n "text": ["x"],\n "label": [1]\n}',
+        r"single JSON object; expected an array",
+    ),
+    "csv row with too many fields": (
+        "d.csv",
+        b'text,label\n"multi\nline",a\nok,b\nhello, world,a\nfine,b\n',
+        r"line 5 \(data row 3\) has 3 field\(s\) but the header has 2",
+    ),
+    "csv rows with too few fields": (
+        "d.csv",
+        b"text,label\nok,a\nshort\nok,b\nalso short\n",
+        r"line 3 \(data row 2\) has 1 field.*1 more such row\(s\), on lines 5\)",
+    ),
+    "unterminated quote": (
+        "d.csv",
+        b'text,label\nok,a\n"never closed,b\nx,a\n',
+        r"d\.csv: line 3: malformed quoting",
+    ),
+    "wrong separator": ("d.csv", b"text;label\nx;a\n", r"separated by ';'"),
+    "unsupported extension": (
+        "d.xlsx",
+        b"whatever",
+        r"unsupported file type '\.xlsx'.*\.csv, \.tsv, \.jsonl, \.json, \.parquet",
+    ),
+}
 
 
-def test_non_utf8_text(tmp_path: Path) -> None:
-    path = tmp_path / "d.csv"
-    path.write_bytes("text,label\ncaf\u00e9,a\n".encode("latin-1"))
-    with pytest.raises(
-        DataError, match=r"d\.csv: not UTF-8 text \(byte 0xe9 on line 2\)"
-    ):
-        read_table(path)
-
-
-def test_parquet_that_is_not_parquet(tmp_path: Path) -> None:
-    path = write_text(tmp_path / "d.parquet", "text,label\nx,a\n")
-    with pytest.raises(DataError, match=r"d\.parquet: not a Parquet file"):
-        read_table(path)
-
-
-def test_empty_file(tmp_path: Path) -> None:
-    path = write_text(tmp_path / "d.csv", "")
-    with pytest.raises(DataError, match=r"d\.csv: the file is empty \(0 bytes\)"):
+@pytest.mark.parametrize("case", READ_ERRORS, ids=list(READ_ERRORS))
+def test_unreadable_files_name_the_problem(tmp_path: Path, case: str) -> None:
+    name, content, pattern = READ_ERRORS[case]
+    path = tmp_path / name
+    path.write_bytes(content)
+    with pytest.raises(DataError, match=pattern):
         prepare(path)
-
-
-@pytest.mark.parametrize(
-    ("name", "content"), [("d.csv", "text,label\n"), ("d.json", "[]")]
-)
-def test_header_only(tmp_path: Path, name: str, content: str) -> None:
-    with pytest.raises(DataError, match=rf"{name}: no data rows"):
-        prepare(write_text(tmp_path / name, content))
 
 
 def test_fewer_than_two_classes(tmp_path: Path) -> None:
@@ -345,71 +376,23 @@ def test_class_with_one_row_cannot_be_split(tmp_path: Path) -> None:
     assert prepare(path, dev).label_names == ["a", "b", "rare"]
 
 
-def test_malformed_jsonl_line(tmp_path: Path) -> None:
-    path = write_text(
-        tmp_path / "d.jsonl", '{"text": "x", "label": 1}\n\n{"text": oops}\n'
-    )
-    with pytest.raises(DataError, match=r"d\.jsonl: line 3 is not valid JSON"):
-        read_table(path)
-
-
-def test_jsonl_line_that_is_not_an_object(tmp_path: Path) -> None:
-    path = write_text(tmp_path / "d.jsonl", '{"text": "x", "label": 1}\n[1, 2]\n')
-    with pytest.raises(DataError, match=r"line 2 is a JSON list, not an object"):
-        read_table(path)
-
-
-def test_csv_row_with_too_many_fields(tmp_path: Path) -> None:
-    text = 'text,label\n"multi\nline",a\nok,b\nhello, world,a\nfine,b\n'
-    with pytest.raises(
-        DataError, match=r"line 5 \(data row 3\) has 3 field\(s\).*has 2"
-    ):
-        read_table(write_text(tmp_path / "d.csv", text))
-
-
-def test_csv_rows_with_too_few_fields(tmp_path: Path) -> None:
-    text = "text,label\nok,a\nshort\nok,b\nalso short\n"
-    with pytest.raises(
-        DataError, match=r"line 3 \(data row 2\) has 1 field.*lines 5\)"
-    ):
-        read_table(write_text(tmp_path / "d.csv", text))
-
-
-def test_csv_unterminated_quote(tmp_path: Path) -> None:
-    path = write_text(tmp_path / "d.csv", 'text,label\nok,a\n"never closed,b\nx,a\n')
-    with pytest.raises(DataError, match=r"d\.csv: line 3: malformed quoting"):
-        read_table(path)
-
-
-def test_wrong_separator_is_named(tmp_path: Path) -> None:
-    path = write_text(tmp_path / "d.csv", "text;label\nx;a\n")
-    with pytest.raises(DataError, match=r"separated by ';'"):
-        read_table(path)
-
-
 def test_eval_labels_unknown_to_training(tmp_path: Path) -> None:
     train = write_csv(tmp_path / "train.csv", rows_for({"a": 3, "b": 3}))
     dev = write_csv(tmp_path / "dev.csv", rows_for({"a": 1, "c": 1, "d": 1}))
-    with pytest.raises(
-        DataError, match=r"dev\.csv: eval label\(s\) not in the training data: c, d"
-    ):
+    with pytest.raises(DataError, match=r"dev\.csv: eval label\(s\) not in the training data: c, d"):
         prepare(train, dev)
 
 
 def test_eval_file_missing_a_column(tmp_path: Path) -> None:
     train = write_csv(tmp_path / "train.csv", rows_for({"a": 3, "b": 3}))
     dev = write_csv(tmp_path / "dev.csv", [{"text": "x", "gold": "a"}])
-    with pytest.raises(
-        DataError, match=r"dev\.csv: the eval file lacks column\(s\) 'label'"
-    ):
+    with pytest.raises(DataError, match=r"dev\.csv: the eval file lacks column\(s\) 'label'"):
         prepare(train, dev)
 
 
 def test_unsupported_extension(tmp_path: Path) -> None:
     path = write_text(tmp_path / "d.xlsx", "whatever")
-    with pytest.raises(
-        DataError, match=r"unsupported file type '\.xlsx'.*\.csv, \.tsv"
-    ):
+    with pytest.raises(DataError, match=r"unsupported file type '\.xlsx'.*\.csv, \.tsv"):
         prepare(path)
 
 
@@ -477,10 +460,7 @@ def test_dataset_stats_with_tokenizer(tmp_path: Path, tokenizer: Any) -> None:
 
 
 def test_to_hf_dataset(tmp_path: Path) -> None:
-    rows = [
-        {"sentence1": f"s{i}", "sentence2": f"t{i}", "label": "ny"[i % 2]}
-        for i in range(6)
-    ]
+    rows = [{"sentence1": f"s{i}", "sentence2": f"t{i}", "label": "ny"[i % 2]} for i in range(6)]
     data = prepare(write_csv(tmp_path / "d.csv", rows))
     ds = to_hf_dataset(data.train, data.label_names)
     assert ds.column_names == ["text", "text_pair", "label"]
@@ -500,8 +480,6 @@ def test_reads_shared_rte_pairs() -> None:
     if not path.is_file():
         pytest.skip(f"shared RTE data not found at {path}")
     data = prepare(path)
-    assert data.mapping == ColumnMapping(
-        text="text_a", label="label", text_pair="text_b"
-    )
+    assert data.mapping == ColumnMapping(text="text_a", label="label", text_pair="text_b")
     assert data.label_names == ["entailment", "not_entailment"]
     assert len(data.train) + len(data.eval) == len(read_table(path))

@@ -1,0 +1,62 @@
+"""Shared test set-up: isolated data folders, offline Hugging Face, small real datasets."""
+
+from __future__ import annotations
+
+import os
+import random
+import tempfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED_DATA = ROOT.parent / "shared" / "data"
+
+# Isolate everything a test run writes, and never touch the network (set before imports).
+_SESSION_DIR = Path(tempfile.mkdtemp(prefix="workbench-tests-"))
+os.environ.setdefault("WORKBENCH_DATA_DIR", str(_SESSION_DIR / "runs"))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+
+from backend.settings import Settings, apply_environment  # noqa: E402
+
+apply_environment(Settings.from_env())
+
+POSITIVE = ["great", "wonderful", "excellent", "delightful", "superb", "moving", "brilliant", "fun"]
+NEGATIVE = ["awful", "terrible", "boring", "dreadful", "dull", "painful", "weak", "tedious"]
+NOUNS = ["movie", "film", "story", "plot", "cast", "ending", "script", "score"]
+
+
+def sentiment_rows(n: int, seed: int = 0) -> list[tuple[str, str]]:
+    """Short, clearly separable review-like sentences with pos/neg labels."""
+    rng = random.Random(seed)
+    rows = []
+    for i in range(n):
+        label = "pos" if i % 2 == 0 else "neg"
+        words = POSITIVE if label == "pos" else NEGATIVE
+        rows.append((f"the {rng.choice(NOUNS)} was {rng.choice(words)} and {rng.choice(words)}", label))
+    return rows
+
+
+def write_csv(path: Path, rows: list[tuple[str, str]]) -> Path:
+    import csv
+
+    with path.open("w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["text", "label"])
+        w.writerows(rows)
+    return path
+
+
+@pytest.fixture(scope="session")
+def tiny_csv(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """80 training rows + an implicit 10% split: a few seconds per method."""
+    return write_csv(tmp_path_factory.mktemp("data") / "tiny.csv", sentiment_rows(80))
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    if not SHARED_DATA.is_dir():
+        pytest.skip(f"real datasets not found at {SHARED_DATA} (only present in the dev workspace)")
+    return SHARED_DATA

@@ -1,0 +1,213 @@
+"""Every registered method, on the real MiniLM model: trains, keeps the base frozen, counts
+its parameters exactly, and exports files that the standard libraries reload identically."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+from backend.callbacks import Callback, StepInfo
+from backend.methods import registry
+from backend.methods.base import BuildContext
+from backend.models import load_classifier, load_tokenizer, model_info
+from backend.params import count, count_parameters
+from backend.reload_check import run_fresh_process
+from backend.train import Encoded, Fitter, build_model, load_data, pick_device, run_training
+from backend.train_config import TrainConfig
+
+H, L, C = 384, 6, 2  # all-MiniLM-L6-v2: hidden size, layers; two labels
+HEAD = H * C + C  # BertForSequenceClassification.classifier
+METHODS = [spec.key for spec in registry.all_methods()]
+
+# Expected trainable parameters of each method's default config, from the papers' formulas.
+FORMULAS = {
+    "probe": H * C + C,  # linear head on pooled features
+    "full": None,  # every parameter: checked against the total instead
+    "lora": L * 2 * (2 * 8 * H) + HEAD,  # r=8: A (r x H) + B (H x r) on query and value
+    "prompt": 20 * H + HEAD,  # k virtual token embeddings
+    "prefix": 20 * L * 2 * H + HEAD,  # k key and k value vectors in every layer
+    # prompt embeddings + MLP encoder H->128->128->H
+    "ptuning": 20 * H + (H * 128 + 128) + (128 * 128 + 128) + (128 * H + H) + HEAD,
+    # Houlsby: two adapters per layer, each down (H x b + b) and up (b x H + H), b=64
+    "adapter": L * 2 * (H * 64 + 64 + 64 * H + H) + HEAD,
+    # IA3: one vector per key and value output (H each); PEFT's default "output.dense" matches
+    # both attention.output.dense (input H) and the FFN output.dense (input 4H), scaled on input
+    "ia3": L * (H + H + H + 4 * H) + HEAD,
+}
+
+
+class Recorder(Callback):
+    def __init__(self) -> None:
+        self.losses: list[float] = []
+        self.epochs: list[int] = []
+
+    def on_step(self, info: StepInfo) -> None:
+        self.losses.append(info.loss)
+        self.epochs.append(info.epoch)
+
+
+def config(tiny_csv: Path, method: str, **kw: Any) -> TrainConfig:
+    defaults: dict[str, Any] = {"epochs": 3, "batch_size": 16, "max_length": 32}
+    if method == "probe":
+        defaults["epochs"] = 30  # cached features: an epoch costs milliseconds
+    return TrainConfig(data=str(tiny_csv), method=method, **{**defaults, **kw})
+
+
+def first_vs_last_epoch(rec: Recorder) -> tuple[float, float]:
+    first = [x for x, e in zip(rec.losses, rec.epochs, strict=True) if e == rec.epochs[0]]
+    last = [x for x, e in zip(rec.losses, rec.epochs, strict=True) if e == rec.epochs[-1]]
+    return sum(first) / len(first), sum(last) / len(last)
+
+
+@pytest.mark.parametrize("method", [m for m in METHODS if m != "probe"])
+def test_trains_and_keeps_base_frozen(tiny_csv: Path, method: str) -> None:
+    cfg = config(tiny_csv, method)
+    data = load_data(cfg)
+    info = model_info(cfg.model)
+    torch.manual_seed(0)
+    model = build_model(cfg, info, data.label_names)
+    frozen = {n: p.detach().clone() for n, p in model.named_parameters() if not p.requires_grad}
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    tok = load_tokenizer(info)
+    rec = Recorder()
+    fitter = Fitter(
+        model,
+        cfg,
+        Encoded(tok, data.train, 32),
+        Encoded(tok, data.eval, 32),
+        data.label_names,
+        pick_device("auto"),
+        rec,
+    )
+    fitter.run()
+    first, last = first_vs_last_epoch(rec)
+    assert last < first, f"{method}: training loss did not drop ({first:.4f} -> {last:.4f})"
+    after = dict(model.named_parameters())
+    if registry.get(method).freezes_base:
+        assert frozen, "a frozen-base method must leave frozen parameters"
+        changed = [n for n, p in frozen.items() if not torch.equal(p, after[n].detach())]
+        assert changed == [], f"frozen weights changed: {changed[:3]}"
+    else:
+        assert not frozen
+        changed = [n for n, p in before.items() if not torch.equal(p, after[n].detach())]
+        assert len(changed) > len(before) // 2, "full fine-tuning should update most weights"
+
+
+def test_probe_trains_on_cached_features_and_sweeps_layers(tiny_csv: Path, tmp_path: Path) -> None:
+    rec = Recorder()
+    cfg = config(tiny_csv, "probe", method_config={"sweep_layers": True}, epochs=20)
+    first_run = run_training(cfg, tmp_path / "sweep", callback=None, feature_cache_dir=tmp_path / "features")
+    assert [r["layer"] for r in first_run["layer_accuracy"]] == list(range(L + 1))
+    assert first_run["features_cached"] is False
+    best = max(first_run["layer_accuracy"], key=lambda r: (r["accuracy"], -r["eval_loss"]))
+    assert first_run["accuracy"] == best["accuracy"] and first_run["layer"] == best["layer"]
+    # Same data, model and pooling: the second run reads the cache instead of the encoder.
+    single = run_training(
+        config(tiny_csv, "probe", method_config={"layer": 3}),
+        tmp_path / "l3",
+        callback=rec,
+        feature_cache_dir=tmp_path / "features",
+    )
+    assert single["features_cached"] is True and single["layer"] == 3
+    first, last = first_vs_last_epoch(rec)
+    assert last < first
+    info = model_info("all-MiniLM-L6-v2")
+    probe = registry.get("probe").build(
+        load_classifier(info, ["neg", "pos"]),
+        registry.get("probe").make_config(),
+        BuildContext(info, ["neg", "pos"]),
+    )
+    assert all(not p.requires_grad for p in probe.encoder.parameters())
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_parameter_counts_match_formula_and_meta_device(method: str) -> None:
+    meta = count_parameters("all-MiniLM-L6-v2", method, {}, ("neg", "pos"))
+    info = model_info("all-MiniLM-L6-v2")
+    cfg = TrainConfig(data="unused.csv", method=method)
+    spec = registry.get(method)
+    live = count(
+        spec.build(
+            load_classifier(info, ["neg", "pos"]), cfg.method_settings(), BuildContext(info, ["neg", "pos"])
+        )
+    )
+    assert (meta.trainable, meta.total) == (live.trainable, live.total)
+    expected = FORMULAS[method] if FORMULAS[method] is not None else meta.total
+    assert meta.trainable == expected
+
+
+@pytest.mark.parametrize(
+    ("method", "knobs", "expected"),
+    [
+        ("lora", {"rank": 32}, L * 2 * (2 * 32 * H) + HEAD),
+        ("prompt", {"prompt_length": 50}, 50 * H + HEAD),
+        ("prefix", {"prompt_length": 5}, 5 * L * 2 * H + HEAD),
+        ("adapter", {"bottleneck": 24, "placement": "pfeiffer"}, L * (H * 24 + 24 + 24 * H + H) + HEAD),
+        ("adapter", {"bottleneck": 100, "placement": "parallel"}, L * (H * 100 + 100 + 100 * H + H) + HEAD),
+        ("probe", {"head": "mlp", "hidden_size": 64}, H * 64 + 64 + 64 * C + C),
+    ],
+)
+def test_knobs_change_counts_exactly(method: str, knobs: dict[str, Any], expected: int) -> None:
+    assert count_parameters("all-MiniLM-L6-v2", method, knobs, ("neg", "pos")).trainable == expected
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_export_reloads_in_fresh_process_with_identical_predictions(
+    tiny_csv: Path, tmp_path: Path, method: str
+) -> None:
+    summary = run_training(
+        config(tiny_csv, method, epochs=1 if method != "probe" else 5),
+        tmp_path / method,
+        feature_cache_dir=tmp_path / "features",
+    )
+    out = Path(summary["artifact_dir"])
+    manifest = json.loads((out / "workbench.json").read_text())
+    standard = {
+        "peft": "adapter_config.json",
+        "adapters": "adapter_config.json",
+        "transformers": "config.json",
+        "own": "probe_config.json",
+    }[manifest["library"]]
+    assert (out / standard).is_file()
+    assert summary["adapter_bytes"] > 0 and summary["trainable_params"] > 0
+    assert json.loads((out / "labels.json").read_text())["id2label"] == {"0": "neg", "1": "pos"}
+    result = run_fresh_process(out)
+    assert result["ok"], result
+    assert result["rows"] >= 8
+    card_probs = run_model_card_snippet(out)
+    stored = json.loads((out / "check_predictions.json").read_text())["probs"]
+    assert torch.allclose(torch.tensor(card_probs), torch.tensor(stored), atol=1e-5)
+
+
+CHECK_SUFFIX = """
+import json as _json
+_chk = _json.load(open("check_predictions.json"))
+_args = [_chk["texts"]] + ([_chk["pairs"]] if _chk["pairs"] else [])
+_enc = tok(*_args, return_tensors="pt", truncation=True, max_length={max_length}, padding=True)
+with torch.no_grad():
+    _out = model(**_enc)
+print("PROBS", _json.dumps(torch.softmax(getattr(_out, "logits", _out), -1).tolist()))
+"""
+
+
+def run_model_card_snippet(run_dir: Path) -> list[list[float]]:
+    """Run the model card's load-and-predict code as a user would: a fresh Python, the run folder
+    as working directory, no workbench imports."""
+    import re
+    import subprocess
+    import sys
+
+    card = (run_dir / "README.md").read_text()
+    code = re.search(r"```python\n(.*?)```", card, re.S).group(1)
+    max_length = json.loads((run_dir / "workbench.json").read_text())["max_length"]
+    script = code + CHECK_SUFFIX.format(max_length=max_length)
+    proc = subprocess.run(
+        [sys.executable, "-c", script], cwd=run_dir, capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    line = next(ln for ln in proc.stdout.splitlines() if ln.startswith("PROBS "))
+    return json.loads(line[len("PROBS ") :])
