@@ -468,7 +468,8 @@ def dataset_stats(
     count}, invalid_rows (rows with a missing mapped cell), preview (first 5
     rows), char_length and token_length ({p50, p90, p95, p99, max}; token
     lengths need a Hugging Face tokenizer, else None). Counts and lengths cover
-    usable rows.
+    usable rows. token_histogram: [{start, end, count}] bins of token lengths (None
+    without a tokenizer).
     """
     name = Path(path).name
     df = read_table(path)

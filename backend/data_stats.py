@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 MAX_LISTED = 10
 PREVIEW_ROWS = 5
 PERCENTILES = (50, 90, 95, 99)
+HISTOGRAM_BINS = 20
 _INT_RE = re.compile(r"[+-]?\d+")
 _NUMBER_RE = re.compile(r"[+-]?(\d+\.\d*|\.\d+|\d+)([eE][+-]?\d+)?")
 
@@ -262,6 +263,7 @@ def summarize(
     if usable.pairs is not None:
         char_lengths = [n + len(p) for n, p in zip(char_lengths, usable.pairs, strict=True)]
     preview = df.head(PREVIEW_ROWS).to_dict("records")
+    token_lengths = _token_lengths(tokenizer, usable.texts, usable.pairs)
     return {
         "rows": len(df),
         "columns": [str(c) for c in df.columns],
@@ -274,7 +276,9 @@ def summarize(
         "invalid_rows": usable.dropped,
         "preview": [{str(k): _plain(v) for k, v in row.items()} for row in preview],
         "char_length": length_summary(char_lengths),
-        "token_length": _token_lengths(tokenizer, usable.texts, usable.pairs),
+        "token_length": None if token_lengths is None else length_summary(token_lengths),
+        # Bins, not the raw lengths: the UI draws a histogram without shipping every row.
+        "token_histogram": None if token_lengths is None else histogram(token_lengths),
     }
 
 
@@ -288,14 +292,32 @@ def length_summary(lengths: list[int]) -> dict[str, int]:
     return summary
 
 
-def _token_lengths(tokenizer: Any, texts: list[str], pairs: list[str] | None) -> dict[str, int] | None:
+def _token_lengths(tokenizer: Any, texts: list[str], pairs: list[str] | None) -> list[int] | None:
+    """Tokens per usable row (None without a tokenizer)."""
     if tokenizer is None:
         return None
     if not texts:
-        return length_summary([])
+        return []
     # verbose=False: no "longer than the model maximum" warning; that is what we measure
     encoded = tokenizer(texts, pairs, truncation=False, verbose=False)
-    return length_summary([len(ids) for ids in encoded["input_ids"]])
+    return [len(ids) for ids in encoded["input_ids"]]
+
+
+def histogram(lengths: list[int], bins: int = HISTOGRAM_BINS) -> list[dict[str, int]]:
+    """Counts of ``lengths`` in at most ``bins`` equal integer-width bins.
+
+    Each bin is {start, end, count} with ``end`` exclusive; empty bins are kept so a
+    chart shows the gaps.
+    """
+    if not lengths:
+        return []
+    low, high = min(lengths), max(lengths)
+    width = max(1, math.ceil((high - low + 1) / bins))
+    counts = Counter((n - low) // width for n in lengths)
+    return [
+        {"start": low + i * width, "end": low + (i + 1) * width, "count": counts.get(i, 0)}
+        for i in range((high - low) // width + 1)
+    ]
 
 
 def _plain(value: object) -> object:

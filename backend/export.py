@@ -83,6 +83,7 @@ def write_common(
         "text_column": data.mapping.text,
         "text_pair_column": data.mapping.text_pair,
         "label_column": data.mapping.label,
+        "pad_token_id": tokenizer.pad_token_id,
         **(extra_manifest or {}),
     }
     (out_dir / "workbench.json").write_text(json.dumps(manifest, indent=2))

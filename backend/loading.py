@@ -39,7 +39,7 @@ def _labels(manifest: dict[str, Any]) -> dict[str, Any]:
 def _quant_kwargs(manifest: dict[str, Any]) -> dict[str, Any]:
     if manifest.get("quant", "none") == "none":
         return {}
-    from backend.models import DECODER_TYPES, ModelInfo, quantization_config
+    from backend.models import DECODER_TYPES, ModelInfo, quantization_config, quantized_load_kwargs
 
     info = ModelInfo(
         manifest["base_model"],
@@ -49,8 +49,7 @@ def _quant_kwargs(manifest: dict[str, Any]) -> dict[str, Any]:
         0,
         manifest["model_type"] in DECODER_TYPES,
     )
-    device = "cuda:0" if torch.cuda.is_available() else "cpu"
-    return {"quantization_config": quantization_config(manifest["quant"], info), "device_map": {"": device}}
+    return quantized_load_kwargs(quantization_config(manifest["quant"], info))
 
 
 def _base_classifier(manifest: dict[str, Any]) -> Any:
@@ -59,18 +58,26 @@ def _base_classifier(manifest: dict[str, Any]) -> Any:
 
     hf_logging.set_verbosity_error()
     model = AutoModelForSequenceClassification.from_pretrained(
-        manifest["base_model_path"], **_labels(manifest), **_quant_kwargs(manifest)
+        manifest["base_model_path"],
+        pad_token_id=manifest.get("pad_token_id"),
+        **_labels(manifest),
+        **_quant_kwargs(manifest),
     )
-    if manifest.get("quant") == "4bit":
-        from backend.models import disable_cpu_bf16_4bit
-
-        disable_cpu_bf16_4bit(model)
     return model
 
 
 def load_model(artifact_dir: Path) -> Any:
     """The trained classifier as an ``nn.Module`` returning ``.logits`` (probes: raw logits)."""
     manifest = read_manifest(artifact_dir)
+    model = _load_model(Path(artifact_dir), manifest)
+    if manifest.get("quant") == "4bit":  # same 4-bit CPU kernel as training used
+        from backend.models import disable_cpu_bf16_4bit
+
+        disable_cpu_bf16_4bit(model)
+    return model
+
+
+def _load_model(artifact_dir: Path, manifest: dict[str, Any]) -> Any:
     library = manifest["library"]
     if library == "peft":
         from peft import PeftModel

@@ -12,14 +12,14 @@ from peft import PeftModel
 import json
 labels = json.load(open("labels.json"))["id2label"]
 base = AutoModelForSequenceClassification.from_pretrained(
-    "{base}", num_labels={n}, id2label={{int(k): v for k, v in labels.items()}})
+    "{base}", num_labels={n}, id2label={{int(k): v for k, v in labels.items()}}, pad_token_id={pad})
 model = PeftModel.from_pretrained(base, ".").eval()
 tok = AutoTokenizer.from_pretrained(".")""",
     "adapters": """from transformers import AutoModelForSequenceClassification, AutoTokenizer
 import adapters, json
 labels = json.load(open("labels.json"))["id2label"]
 model = AutoModelForSequenceClassification.from_pretrained(
-    "{base}", num_labels={n}, id2label={{int(k): v for k, v in labels.items()}})
+    "{base}", num_labels={n}, id2label={{int(k): v for k, v in labels.items()}}, pad_token_id={pad})
 adapters.init(model)
 model.load_adapter(".", set_active=True, use_safetensors=True)
 model.eval()
@@ -48,7 +48,9 @@ def model(**enc):
 def render_model_card(manifest: dict[str, Any], cfg: TrainConfig, summary: dict[str, Any]) -> str:
     """Markdown: base model, method, hyperparameters, metrics, and a load-and-predict snippet."""
     lib = manifest["library"]
-    snippet = _LOAD_SNIPPETS[lib].format(base=manifest["base_model_path"], n=len(manifest["label_names"]))
+    snippet = _LOAD_SNIPPETS[lib].format(
+        base=manifest["base_model_path"], n=len(manifest["label_names"]), pad=manifest["pad_token_id"]
+    )
     predict = (
         '\nenc = tok(["an example text"], return_tensors="pt", truncation=True, '
         f"max_length={cfg.max_length})\n"
@@ -72,6 +74,14 @@ def render_model_card(manifest: dict[str, Any], cfg: TrainConfig, summary: dict[
         )
         if k in summary
     )
+    quant_note = ""
+    if manifest["quant"] != "none":
+        quant_note = (
+            f" The base was {manifest['quant']}-quantized during training; the adapter also loads on the "
+            "full-precision base as below (predictions differ slightly). For identical predictions pass "
+            "`quantization_config=BitsAndBytesConfig(...)` with the settings in `workbench.json` "
+            "(NF4 + double quantization for 4-bit; the head kept out via `llm_int8_skip_modules`)."
+        )
     return f"""# {manifest["method"]} adapter for `{manifest["base_model"]}`
 
 Trained with the adaptation workbench. Labels: {", ".join(manifest["label_names"])}.
@@ -93,7 +103,7 @@ Trained with the adaptation workbench. Labels: {", ".join(manifest["label_names"
 {metrics}
 
 ## Load and predict
-Run from this folder (replace the base model path if it lives elsewhere on your machine):
+Run from this folder (replace the base model path if it lives elsewhere on your machine).{quant_note}
 
 ```python
 import torch

@@ -148,6 +148,19 @@ def quantization_config(quant: str, info: ModelInfo) -> Any | None:
     )
 
 
+def quantized_load_kwargs(qcfg: Any) -> dict[str, Any]:
+    """from_pretrained kwargs for a bitsandbytes base.
+
+    The unquantized parts (embeddings, norms, the head) stay float32: transformers would
+    otherwise default them to float16, which is very slow on CPUs and makes AdamW on the
+    trainable head/adapter overflow to NaN within a step.
+    """
+    import torch
+
+    device = "cuda:0" if torch.cuda.is_available() else "cpu"
+    return {"quantization_config": qcfg, "device_map": {"": device}, "dtype": torch.float32}
+
+
 def load_tokenizer(info: ModelInfo) -> Any:
     from transformers import AutoTokenizer
 
@@ -157,17 +170,17 @@ def load_tokenizer(info: ModelInfo) -> Any:
     return tok
 
 
-def load_classifier(info: ModelInfo, label_names: list[str], quant: str = "none") -> Any:
+def load_classifier(
+    info: ModelInfo, label_names: list[str], quant: str = "none", pad_token_id: int | None = None
+) -> Any:
     """``AutoModelForSequenceClassification`` with the label map (and quantized base)."""
-    import torch
     from transformers import AutoModelForSequenceClassification
     from transformers.utils import logging as hf_logging
 
     qcfg = quantization_config(quant, info)
     kwargs: dict[str, Any] = label_kwargs(label_names)
     if qcfg is not None:
-        kwargs["quantization_config"] = qcfg
-        kwargs["device_map"] = {"": "cuda:0" if torch.cuda.is_available() else "cpu"}
+        kwargs.update(quantized_load_kwargs(qcfg))
     verbosity = hf_logging.get_verbosity()
     hf_logging.set_verbosity_error()  # "newly initialized head" is expected, not a warning
     try:
@@ -176,8 +189,9 @@ def load_classifier(info: ModelInfo, label_names: list[str], quant: str = "none"
         )
     finally:
         hf_logging.set_verbosity(verbosity)
-    if info.is_decoder and model.config.pad_token_id is None:
-        model.config.pad_token_id = model.config.eos_token_id
+    if info.is_decoder and pad_token_id is not None:
+        # decoder heads classify the last non-pad token, found via the tokenizer's pad id
+        model.config.pad_token_id = pad_token_id
     if quant == "4bit":
         disable_cpu_bf16_4bit(model)
     return model

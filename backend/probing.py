@@ -43,15 +43,12 @@ def cache_key(info: ModelInfo, quant: str, split: Split, max_length: int, poolin
 def load_encoder(info: ModelInfo, quant: str) -> Any:
     from transformers import AutoModel
 
-    from backend.models import disable_cpu_bf16_4bit, quantization_config
+    from backend.models import disable_cpu_bf16_4bit, quantization_config, quantized_load_kwargs
 
     kwargs: dict[str, Any] = {}
     qcfg = quantization_config(quant, info)
     if qcfg is not None:
-        kwargs = {
-            "quantization_config": qcfg,
-            "device_map": {"": "cuda:0" if torch.cuda.is_available() else "cpu"},
-        }
+        kwargs = quantized_load_kwargs(qcfg)
     encoder = AutoModel.from_pretrained(info.path, **kwargs)
     if quant == "4bit":
         disable_cpu_bf16_4bit(encoder)

@@ -192,9 +192,11 @@ class Fitter:
         return float(np.mean(losses)) if losses else float("nan")
 
 
-def build_model(cfg: TrainConfig, info: ModelInfo, label_names: list[str]) -> Any:
+def build_model(
+    cfg: TrainConfig, info: ModelInfo, label_names: list[str], pad_token_id: int | None = None
+) -> Any:
     spec = registry.get(cfg.method)
-    base = load_classifier(info, label_names, cfg.quant)
+    base = load_classifier(info, label_names, cfg.quant, pad_token_id)
     model = spec.build(base, cfg.method_settings(), BuildContext(info=info, label_names=label_names))
     if cfg.quant == "none":
         model.to(pick_device(cfg.device))
@@ -225,7 +227,7 @@ def run_training(
         from backend.probing import run_probe
 
         return run_probe(cfg, data, info, tokenizer, Path(out_dir), cb, feature_cache_dir)
-    model = build_model(cfg, info, data.label_names)
+    model = build_model(cfg, info, data.label_names, tokenizer.pad_token_id)
     device = pick_device(cfg.device) if cfg.quant == "none" else next(model.parameters()).device
     train_enc = Encoded(tokenizer, data.train, cfg.max_length)
     eval_enc = Encoded(tokenizer, data.eval, cfg.max_length)

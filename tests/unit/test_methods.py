@@ -68,11 +68,11 @@ def test_trains_and_keeps_base_frozen(tiny_csv: Path, method: str) -> None:
     cfg = config(tiny_csv, method)
     data = load_data(cfg)
     info = model_info(cfg.model)
+    tok = load_tokenizer(info)
     torch.manual_seed(0)
-    model = build_model(cfg, info, data.label_names)
+    model = build_model(cfg, info, data.label_names, tok.pad_token_id)
     frozen = {n: p.detach().clone() for n, p in model.named_parameters() if not p.requires_grad}
     before = {n: p.detach().clone() for n, p in model.named_parameters()}
-    tok = load_tokenizer(info)
     rec = Recorder()
     fitter = Fitter(
         model,

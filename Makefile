@@ -1,0 +1,34 @@
+# Two commands: `make run` serves the app, `make test` runs the test suite.
+# Both create .venv if missing and install the pinned requirements first.
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: run test install browser lint bench clean-venv
+
+$(STAMP): requirements.txt requirements-dev.txt constraints.txt
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -r requirements.txt -r requirements-dev.txt -c constraints.txt
+	touch $(STAMP)
+
+install: $(STAMP)
+
+# Debian's chromium for the browser tests (skipped with a reason when it cannot be installed).
+browser:
+	@bash scripts/install_browser.sh
+
+run: install
+	$(PY) app.py $(ARGS)
+
+test: install browser
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+lint: install
+	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
+
+bench: install
+	$(PY) bench/methods.py
+
+clean-venv:
+	rm -rf $(VENV)
