@@ -10,16 +10,17 @@ stratified sampling, the UI's summaries) lives in ``data_stats``.
 
 from __future__ import annotations
 
-import csv
-import hashlib
-import io
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+# SUPPORTED_EXTENSIONS, file_sha256 and read_table are part of this module's public API.
+from backend.data_read import SUPPORTED_EXTENSIONS as SUPPORTED_EXTENSIONS
+from backend.data_read import column_names
+from backend.data_read import file_sha256 as file_sha256
+from backend.data_read import read_table as read_table
 from backend.data_stats import (
     UsableRows,
     check_classes,
@@ -27,7 +28,6 @@ from backend.data_stats import (
     describe_missing,
     eval_indices,
     is_missing,
-    listing,
     looks_numeric,
     sorted_label_names,
     stratified_sample,
@@ -39,7 +39,6 @@ from backend.errors import ConfigError, DataError
 if TYPE_CHECKING:
     import datasets
 
-SUPPORTED_EXTENSIONS = (".csv", ".tsv", ".jsonl", ".json", ".parquet")
 TEXT_NAMES = (
     "text", "sentence", "review", "content", "sms", "message", "tweet",
     "document", "question", "text_a", "sentence1", "premise",
@@ -50,11 +49,6 @@ PAIR_NAMES = (
     ("premise", "hypothesis"),
 )
 LABEL_NAMES = ("label", "labels", "class", "category", "target", "sentiment", "y")
-_EXAMPLE_ROW = '{"text": "...", "label": "..."}'
-
-# pandas has no per-field limit; without this a long document (>128 KiB) in one
-# cell would fail to load. Raising a limit is harmless to other csv users.
-csv.field_size_limit(max(csv.field_size_limit(), 2**31 - 1))
 
 
 @dataclass(frozen=True)
@@ -105,216 +99,6 @@ class PreparedData:
 # ---------------------------------------------------------------- reading
 
 
-def read_table(path: str | Path) -> pd.DataFrame:
-    """Read CSV/TSV/JSONL/JSON/Parquet into a DataFrame of all columns.
-
-    CSV/TSV cells stay strings exactly as written ("NA" and "null" are text).
-    Row ``i`` of the frame is data row ``i + 1`` of the file. Raises DataError
-    naming the file (and line, where there is one) for every read problem.
-    """
-    p = Path(path)
-    ext = p.suffix.lower()
-    if ext not in SUPPORTED_EXTENSIONS:
-        raise DataError(
-            f"{p.name}: unsupported file type '{ext or '(none)'}'; supported: "
-            f"{', '.join(SUPPORTED_EXTENSIONS)}. Export the table as UTF-8 CSV."
-        )
-    data = _read_bytes(p)
-    if ext == ".parquet":
-        df = _read_parquet(p, data)
-    else:
-        text = _decode(p, data)
-        if ext in (".csv", ".tsv"):
-            df = _read_delimited(p.name, text, "\t" if ext == ".tsv" else ",")
-        elif ext == ".jsonl":
-            df = _read_jsonl(p.name, text)
-        else:
-            df = _read_json(p.name, text)
-    if len(df) == 0:
-        found = f", only the columns {_names(df.columns)}" if len(df.columns) else ""
-        raise DataError(f"{p.name}: no data rows{found}; add rows with text and labels.")
-    return df
-
-
-def file_sha256(path: str | Path) -> str:
-    """Hex SHA-256 of a file's bytes, read in chunks (datasets can be large)."""
-    p = Path(path)
-    digest = hashlib.sha256()
-    try:
-        with p.open("rb") as fh:
-            for chunk in iter(lambda: fh.read(1 << 20), b""):
-                digest.update(chunk)
-    except OSError as exc:
-        raise DataError(f"{p}: cannot read the file ({exc.strerror}).") from None
-    return digest.hexdigest()
-
-
-def _read_bytes(p: Path) -> bytes:
-    if not p.is_file():
-        what = "is a folder, not a file" if p.is_dir() else "file not found"
-        raise DataError(f"{p}: {what}; check the path.")
-    try:
-        data = p.read_bytes()
-    except OSError as exc:
-        raise DataError(f"{p}: cannot read the file ({exc.strerror}).") from None
-    if not data.strip():
-        size = "0 bytes" if not data else "only whitespace"
-        raise DataError(f"{p.name}: the file is empty ({size}); it needs a header and data rows.")
-    return data
-
-
-def _decode(p: Path, data: bytes) -> str:
-    nul = data.find(b"\x00")
-    if nul >= 0:
-        line = data.count(b"\n", 0, nul) + 1
-        raise DataError(
-            f"{p.name}: looks like a binary file, not text (NUL byte on line "
-            f"{line}); save the table as UTF-8 CSV/TSV/JSON Lines, or as Parquet."
-        )
-    try:
-        return data.decode("utf-8-sig")  # -sig: Excel's "CSV UTF-8" starts with a BOM
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        raise DataError(
-            f"{p.name}: not UTF-8 text (byte 0x{data[exc.start]:02x} on line {line}); "
-            "save the file with UTF-8 encoding."
-        ) from None
-
-
-def _read_delimited(name: str, text: str, delimiter: str) -> pd.DataFrame:
-    # The csv module rather than pandas: it knows where each record starts, so
-    # short rows (which pandas silently pads with NaN) get exact line numbers.
-    records = _csv_records(name, text, delimiter)
-    header = _header(name, records[0][1], delimiter)
-    ragged = [
-        (line, row, len(fields))
-        for row, (line, fields) in enumerate(records[1:], start=1)
-        if len(fields) != len(header)
-    ]
-    if ragged:
-        _raise_ragged(name, ragged, header, delimiter)
-    return pd.DataFrame([fields for _, fields in records[1:]], columns=header)
-
-
-def _csv_records(name: str, text: str, delimiter: str) -> list[tuple[int, list[str]]]:
-    """(first line, fields) of each non-blank record; quoted newlines handled."""
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=True)
-    records: list[tuple[int, list[str]]] = []
-    line = 1
-    try:
-        for fields in reader:
-            start, line = line, reader.line_num + 1
-            if fields and (len(fields) > 1 or fields[0].strip()):  # pandas skips blanks
-                records.append((start, fields))
-    except csv.Error as exc:
-        raise DataError(
-            f"{name}: line {line}: malformed quoting ({exc}); a field with quotes, "
-            "separators or line breaks must be wrapped in double quotes, with any "
-            "quote inside it doubled."
-        ) from None
-    return records  # not empty: _read_bytes rejected whitespace-only files
-
-
-def _header(name: str, record: list[str], delimiter: str) -> list[str]:
-    header = [cell.strip() or f"column_{i + 1}" for i, cell in enumerate(record)]
-    if len(header) == 1:
-        for other in [d for d in (",", "\t", ";", "|") if d != delimiter]:
-            if other in header[0]:
-                raise DataError(
-                    f"{name}: the header is one column {header[0]!r}; the file "
-                    f"seems to be separated by {other!r}. Save it comma-separated "
-                    "(.csv) or tab-separated (.tsv)."
-                )
-    dupes = sorted({c for c in header if header.count(c) > 1})
-    if dupes:
-        raise DataError(f"{name}: duplicate column name(s) in the header: {_names(dupes)}.")
-    return header
-
-
-def _raise_ragged(name: str, ragged: list[tuple[int, int, int]], header: list[str], delimiter: str) -> None:
-    line, row, count = ragged[0]
-    sep = "tab" if delimiter == "\t" else repr(delimiter)
-    more = ""
-    if len(ragged) > 1:
-        lines = listing([r[0] for r in ragged[1:]])
-        more = f" ({len(ragged) - 1} more such row(s), on lines {lines})"
-    raise DataError(
-        f"{name}: line {line} (data row {row}) has {count} field(s) but the header has "
-        f"{len(header)} ({_names(header)}){more}. A text containing a {sep} must be "
-        "wrapped in double quotes; every row needs a value for every column."
-    )
-
-
-def _read_jsonl(name: str, text: str) -> pd.DataFrame:
-    records: list[dict[str, Any]] = []
-    # split on "\n" only: str.splitlines would also split at U+2028 inside strings
-    for number, line in enumerate(text.split("\n"), start=1):
-        if not line.strip():
-            continue
-        obj = _loads(name, line, first_line=number)
-        records.append(_row_object(name, f"line {number}", obj))
-    return pd.DataFrame(records, dtype=object)
-
-
-def _read_json(name: str, text: str) -> pd.DataFrame:
-    """A .json file: an array of objects, or JSON Lines under a .json name."""
-    if not text.lstrip().startswith("["):
-        try:
-            return _read_jsonl(name, text)
-        except DataError:
-            if isinstance(_try_json(text), dict):
-                raise DataError(
-                    f"{name}: holds a single JSON object; expected an array of row "
-                    'objects ([{"text": ..., "label": ...}, ...]) or JSON Lines (one '
-                    "object per line)."
-                ) from None
-            raise
-    items = _loads(name, text, first_line=1)
-    rows = [_row_object(name, f"array item {i}", x) for i, x in enumerate(items, 1)]
-    return pd.DataFrame(rows, dtype=object)
-
-
-def _loads(name: str, text: str, *, first_line: int) -> Any:
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise DataError(
-            f"{name}: not valid JSON at line {first_line + exc.lineno - 1}, column "
-            f"{exc.colno} ({exc.msg}); rows must be objects like {_EXAMPLE_ROW}."
-        ) from None
-
-
-def _row_object(name: str, where: str, value: object) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise DataError(
-            f"{name}: {where} is a JSON {type(value).__name__}, not an object; "
-            f"each row must be an object like {_EXAMPLE_ROW}."
-        )
-    return value
-
-
-def _try_json(text: str) -> object:
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        return None
-
-
-def _read_parquet(p: Path, data: bytes) -> pd.DataFrame:
-    if len(data) < 12 or data[:4] != b"PAR1" or data[-4:] != b"PAR1":
-        raise DataError(
-            f"{p.name}: not a Parquet file (no PAR1 marker); re-export it as "
-            "Parquet or save the table as CSV."
-        )
-    try:
-        return pd.read_parquet(io.BytesIO(data))
-    except Exception as exc:  # noqa: BLE001 - pyarrow raises many types for bad files
-        raise DataError(f"{p.name}: cannot read this Parquet file ({exc}).") from None
-
-
-# ---------------------------------------------------------------- columns
-
-
 def detect_columns(columns: list[str], df: pd.DataFrame | None = None) -> ColumnMapping:
     """Auto-detect the text / optional pair / label columns by name (case-insensitive).
 
@@ -346,7 +130,7 @@ def resolve_mapping(
     for option, column in chosen.items():
         if column and column not in columns:
             raise DataError(
-                f"{source_name}: {option}={column!r} is not a column; columns found: {_names(columns)}."
+                f"{source_name}: {option}={column!r} is not a column; columns found: {column_names(columns)}."
             )
     try:
         return _mapping(
@@ -370,7 +154,7 @@ def _mapping(
     label = label or _find_named([c for c in columns if c not in (text, pair)], LABEL_NAMES)
     if label is None:
         raise DataError(
-            f"no label column found; columns found: {_names(columns)}. Name it one of "
+            f"no label column found; columns found: {column_names(columns)}. Name it one of "
             f"{', '.join(LABEL_NAMES)}, or choose it (label_column)."
         )
     if text is None:
@@ -394,7 +178,7 @@ def _detect_text(candidates: list[str], df: pd.DataFrame | None) -> tuple[str, s
         if len(free_text) == 1:
             return free_text[0], None
     raise DataError(
-        f"no text column found; columns found: {_names(candidates)}. Name it one of "
+        f"no text column found; columns found: {column_names(candidates)}. Name it one of "
         f"{', '.join(TEXT_NAMES)}, or choose it (text_column)."
     )
 
@@ -550,8 +334,8 @@ def _load_eval(
     absent = [c for c in needed if c not in df.columns]
     if absent:
         raise DataError(
-            f"{name}: the eval file lacks column(s) {_names(absent)} used for "
-            f"training; columns found: {_names(df.columns)}."
+            f"{name}: the eval file lacks column(s) {column_names(absent)} used for "
+            f"training; columns found: {column_names(df.columns)}."
         )
     usable = _usable(df, mapping, name, drop_invalid, warnings)
     warnings.extend(check_eval_labels(usable.names, list(label2id), name))
@@ -569,7 +353,3 @@ def _limit_train(split: Split, limit: int | None, seed: int, warnings: list[str]
         )
     low = 1 if limit >= classes else 0
     return _take(split, stratified_sample(split.labels, limit, low=low, keep=0, seed=seed))
-
-
-def _names(columns: Any) -> str:
-    return ", ".join(repr(str(c)) for c in columns) or "(none)"

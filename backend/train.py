@@ -131,6 +131,7 @@ class Fitter:
         self.best: dict[str, Any] | None = None
         self.best_state: dict[str, torch.Tensor] | None = None
         self.epoch_seconds: list[float] = []
+        self.pad_to: int | None = None  # fixed-length padding, only to benchmark against it
 
     def run(self, start_epoch: int = 1, checkpoint_dir: Path | None = None) -> None:
         self.model.train()
@@ -157,7 +158,7 @@ class Fitter:
 
     def _epoch(self, epoch: int, start: float) -> float:
         cfg, losses = self.cfg, []
-        batches = self.train.batches(cfg.batch_size, shuffle=True, seed=cfg.seed + epoch)
+        batches = self.train.batches(cfg.batch_size, shuffle=True, seed=cfg.seed + epoch, pad_to=self.pad_to)
         t_last, seen = time.perf_counter(), 0
         for i, batch in enumerate(batches, 1):
             if self.cb.should_cancel():

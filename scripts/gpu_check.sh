@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# GPU check (one prepared command, < 8 minutes on a CUDA machine):
+#   scripts/gpu_check.sh [SST2_DIR] [--skip-install]
+# Installs the pinned requirements into .venv-gpu (PyPI serves the CUDA build of torch 2.13.0
+# there), then trains LoRA (fp32 weights + bf16/fp16 autocast), LoRA on an 8-bit and a 4-bit base,
+# and full fine-tuning on SST-2 (2,000 rows, 1 epoch, full dev set), printing peak GPU memory
+# and throughput per run. Paste its output into bench/GPU.md.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+DATA=${1:-../shared/data/sst2}
+SKIP_INSTALL=${2:-}
+[ -f "$DATA/train.csv" ] || { echo "error: no $DATA/train.csv (pass the SST-2 folder)"; exit 2; }
+command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv
+PY=python3
+if [ "$SKIP_INSTALL" != "--skip-install" ]; then
+  [ -x .venv-gpu/bin/python ] || python3 -m venv .venv-gpu
+  .venv-gpu/bin/python -m pip install -q --upgrade pip
+  .venv-gpu/bin/python -m pip install -q -r requirements.txt -c constraints.txt
+  PY=.venv-gpu/bin/python
+fi
+"$PY" -c "import torch; assert torch.cuda.is_available(), 'no CUDA device visible'; print('torch', torch.__version__, torch.cuda.get_device_name(0))"
+OUT=$(mktemp -d)
+run() {  # name, extra flags...
+  local name=$1; shift
+  local t0=$(date +%s.%N)
+  "$PY" app.py train --data "$DATA/train.csv" --eval-data "$DATA/dev.csv" --max-train-samples 2000 \
+      --epochs 1 --device cuda --out "$OUT/$name" "$@" 2>"$OUT/$name.log" | tail -1 > "$OUT/$name.json" \
+    || { echo "$name FAILED:"; tail -20 "$OUT/$name.log"; return 0; }
+  "$PY" - "$name" "$OUT/$name.json" "$t0" <<'PYEOF'
+import json, sys, time
+name, path, t0 = sys.argv[1], sys.argv[2], float(sys.argv[3])
+r = json.load(open(path))
+sps = r["train_rows"] / r["seconds_per_epoch"]
+print(f"{name:14s} acc {r['accuracy']:.3f}  peak GPU {r['peak_gpu_mb']} MB  "
+      f"{sps:.0f} samples/s  epoch {r['seconds_per_epoch']:.1f} s  wall {time.time() - t0:.0f} s")
+PYEOF
+}
+run lora-fp     --method lora
+run lora-8bit   --method lora --quant 8bit
+run lora-4bit   --method lora --quant 4bit
+run full-ft     --method full
