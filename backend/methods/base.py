@@ -60,7 +60,6 @@ class MethodSpec:
     library: str  # "peft", "adapters", "transformers" or "own"
     freezes_base: bool = True
     default_epochs: int = 3
-    supports_decoder: bool = True
 
     def make_config(self, values: dict[str, Any] | None = None) -> Any:
         """Build this method's config from a dict, rejecting unknown keys by name."""
