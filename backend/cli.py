@@ -1,4 +1,7 @@
-"""Command line: ``python app.py train|predict|export ...`` (the headless contract).
+"""Command line: ``python app.py train|predict|export|submit|jobs|... `` (the headless contract).
+
+Job commands (submit, jobs, show, cancel, resume, delete, worker) live in
+``backend.cli_jobs``; ``--db-url`` picks the job database.
 
 Progress goes to stderr; ``train`` ends with one JSON object as the last line of stdout.
 Exit codes: 0 success, 2 bad input (one ``error: ...`` line, no traceback), 1 other failure.
@@ -15,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from backend.callbacks import Callback, EpochInfo, StepInfo
+from backend.cli_jobs import JOB_COMMANDS, add_job_commands, export_job
 from backend.errors import WorkbenchError
 from backend.settings import Settings
 
@@ -28,7 +32,7 @@ KNOB_FLAGS = {
 
 
 def add_train_arguments(p: argparse.ArgumentParser) -> None:
-    """The training flags (shared by ``train`` and, later, ``submit``)."""
+    """The training flags (shared by ``train`` and ``submit``)."""
     p.add_argument("--data", required=True, help="training file (CSV, TSV, JSONL/JSON, Parquet)")
     p.add_argument("--eval-data", help="optional evaluation file; otherwise a stratified split")
     p.add_argument("--text-column")
@@ -40,8 +44,13 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--prompt-length", type=int, help="prompt / prefix / P-tuning length")
     p.add_argument("--bottleneck", type=int, help="bottleneck adapter size")
     p.add_argument("--layer", help="probe layer: -1 = last, 0 = embeddings, or 'all' for a sweep")
-    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                   help="any other method setting, e.g. --set pooling=cls --set placement=parallel")
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="any other method setting, e.g. --set pooling=cls --set placement=parallel",
+    )
     p.add_argument("--quant", default="none", choices=("none", "8bit", "4bit"))
     p.add_argument("--epochs", type=int)
     p.add_argument("--batch-size", type=int, default=32)
@@ -72,8 +81,9 @@ def method_config_from_args(args: argparse.Namespace) -> dict[str, Any]:
         if value is None:
             continue
         if args.method not in methods:
-            raise ConfigError(f"--{flag.replace('_', '-')} applies to {', '.join(sorted(methods))}, "
-                              f"not {args.method}")
+            raise ConfigError(
+                f"--{flag.replace('_', '-')} applies to {', '.join(sorted(methods))}, not {args.method}"
+            )
         values[field] = value
     if args.layer is not None:
         if args.method != "probe":
@@ -97,12 +107,24 @@ def train_config_from_args(args: argparse.Namespace) -> Any:
     from backend.train_config import TrainConfig
 
     return TrainConfig(
-        data=args.data, eval_data=args.eval_data, text_column=args.text_column,
-        text_pair_column=args.text_pair_column, label_column=args.label_column, model=args.model,
-        method=args.method, method_config=method_config_from_args(args), quant=args.quant,
-        epochs=args.epochs, batch_size=args.batch_size, grad_accum=args.grad_accum, lr=args.lr,
-        max_length=args.max_length, max_train_samples=args.max_train_samples,
-        eval_fraction=args.eval_fraction, drop_invalid=args.drop_invalid, seed=args.seed,
+        data=args.data,
+        eval_data=args.eval_data,
+        text_column=args.text_column,
+        text_pair_column=args.text_pair_column,
+        label_column=args.label_column,
+        model=args.model,
+        method=args.method,
+        method_config=method_config_from_args(args),
+        quant=args.quant,
+        epochs=args.epochs,
+        batch_size=args.batch_size,
+        grad_accum=args.grad_accum,
+        lr=args.lr,
+        max_length=args.max_length,
+        max_train_samples=args.max_train_samples,
+        eval_fraction=args.eval_fraction,
+        drop_invalid=args.drop_invalid,
+        seed=args.seed,
         device=args.device,
     )
 
@@ -120,14 +142,21 @@ class StderrProgress(Callback):
 
     def on_step(self, info: StepInfo) -> None:
         if info.step % self.every == 0 or info.step == info.total_steps:
-            print(f"step {info.step}/{info.total_steps} epoch {info.epoch} loss {info.loss:.4f} "
-                  f"lr {info.lr:.2e} {info.samples_per_second:.1f} samples/s", file=sys.stderr, flush=True)
+            print(
+                f"step {info.step}/{info.total_steps} epoch {info.epoch} loss {info.loss:.4f} "
+                f"lr {info.lr:.2e} {info.samples_per_second:.1f} samples/s",
+                file=sys.stderr,
+                flush=True,
+            )
 
     def on_epoch(self, info: EpochInfo) -> None:
         m = info.metrics
-        print(f"eval {info.epoch}/{info.total_epochs}: accuracy {m['accuracy']:.4f} macro-F1 "
-              f"{m['macro_f1']:.4f} loss {m['eval_loss']:.4f}{' (best)' if info.is_best else ''}",
-              file=sys.stderr, flush=True)
+        print(
+            f"eval {info.epoch}/{info.total_epochs}: accuracy {m['accuracy']:.4f} macro-F1 "
+            f"{m['macro_f1']:.4f} loss {m['eval_loss']:.4f}{' (best)' if info.is_best else ''}",
+            file=sys.stderr,
+            flush=True,
+        )
 
     def on_log(self, message: str) -> None:
         print(message, file=sys.stderr, flush=True)
@@ -137,8 +166,13 @@ def cmd_train(args: argparse.Namespace, settings: Settings) -> int:
     from backend.train import run_training
 
     cfg = train_config_from_args(args)
-    summary = run_training(cfg, Path(args.out), StderrProgress(), models_cache=settings.models_cache,
-                           feature_cache_dir=settings.feature_cache_dir)
+    summary = run_training(
+        cfg,
+        Path(args.out),
+        StderrProgress(),
+        models_cache=settings.models_cache,
+        feature_cache_dir=settings.feature_cache_dir,
+    )
     print(json.dumps(summary))
     return 0
 
@@ -157,21 +191,36 @@ def cmd_predict(args: argparse.Namespace, settings: Settings) -> int:
     pair_col = args.text_pair_column or manifest.get("text_pair_column")
     for col in filter(None, (text_col, pair_col)):
         if col not in df.columns:
-            raise DataError(f"{args.data}: no column '{col}'; columns found: {', '.join(map(str, df.columns))}. "
-                            "Use --text-column / --text-pair-column.")
+            raise DataError(
+                f"{args.data}: no column '{col}'; columns found: {', '.join(map(str, df.columns))}. "
+                "Use --text-column / --text-pair-column."
+            )
     texts = df[text_col].astype(str).tolist()
     pairs = df[pair_col].astype(str).tolist() if pair_col else None
     preds = predictor.predict(texts, pairs)
-    out = pd.DataFrame({text_col: texts, "predicted_label": [p[0] for p in preds],
-                        "probability": [round(p[1], 6) for p in preds]})
+    out = pd.DataFrame(
+        {
+            text_col: texts,
+            "predicted_label": [p[0] for p in preds],
+            "probability": [round(p[1], 6) for p in preds],
+        }
+    )
     out.to_csv(args.out, index=False)
     print(f"wrote {len(out)} predictions to {args.out}", file=sys.stderr)
     return 0
 
 
 def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
+    """``export ID --out FILE.zip`` (a job) or ``export --artifact DIR --out FILE.zip``."""
+    from backend.errors import ConfigError
     from backend.export import export_zip
 
+    if (args.job is None) == (args.artifact is None):
+        raise ConfigError("export takes a job id or --artifact DIR (one of the two)")
+    if args.job is not None:
+        return export_job(args.job, args.out, settings)
+    if not args.out:
+        raise ConfigError("export --artifact needs --out FILE.zip")
     path = export_zip(args.artifact, args.out)
     print(json.dumps({"zip": str(path), "bytes": path.stat().st_size}))
     return 0
@@ -179,8 +228,14 @@ def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python app.py",
-        description="Adaptation workbench. With no command, serves the web app.")
+        prog="python app.py", description="Adaptation workbench. With no command, serves the web app."
+    )
+    parser.add_argument(
+        "--db-url", help="job database URL (default: WORKBENCH_DB_URL or sqlite:///<data dir>/workbench.db)"
+    )
+    # The same option after the command too; SUPPRESS keeps a value given before it.
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--db-url", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     sub = parser.add_subparsers(dest="command")
     train = sub.add_parser("train", help="train one run in this process (headless)")
     add_train_arguments(train)
@@ -191,14 +246,21 @@ def build_parser() -> argparse.ArgumentParser:
     predict.add_argument("--text-column")
     predict.add_argument("--text-pair-column")
     predict.add_argument("--out", required=True, help="CSV to write")
-    export = sub.add_parser("export", help="pack a run folder into a zip")
-    export.add_argument("--artifact", required=True)
-    export.add_argument("--out", required=True)
+    export = sub.add_parser(
+        "export", parents=[common], help="pack a job's model (or a run folder) into a zip"
+    )
+    export.add_argument("job", type=int, nargs="?", help="job id")
+    export.add_argument("--artifact", help="a run folder instead of a job")
+    export.add_argument("--out", help="zip to write (jobs default to <data dir>/exports/)")
+    add_job_commands(sub, common, add_train_arguments)
     return parser
 
 
 COMMANDS: dict[str, Callable[[argparse.Namespace, Settings], int]] = {
-    "train": cmd_train, "predict": cmd_predict, "export": cmd_export,
+    "train": cmd_train,
+    "predict": cmd_predict,
+    "export": cmd_export,
+    **JOB_COMMANDS,
 }
 
 

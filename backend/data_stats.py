@@ -108,10 +108,17 @@ def check_classes(names: list[str], column: str, source_name: str, *, splitting:
         )
     small = [f"'{label}' ({n} row)" for label, n in sorted(counts.items()) if n < 2]
     if splitting and small:
+        # A mis-mapped label column (e.g. an id) makes every row its own class: say so.
+        hint = (
+            f" {len(small)} of {len(counts)} classes have a single row: "
+            f"is '{column}' really the label column?"
+            if len(small) > MAX_LISTED
+            else ""
+        )
         raise DataError(
             f"{source_name}: too few rows to split off an evaluation set for class "
-            f"{', '.join(small)}; each class needs at least 2 rows. Add rows for it, "
-            "or provide a separate eval file."
+            f"{listing(small)}; each class needs at least 2 rows. Add rows for it, "
+            f"or provide a separate eval file.{hint}"
         )
 
 

@@ -132,7 +132,8 @@ def export_zip(artifact_dir: str | Path, out_zip: str | Path) -> Path:
     with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED) as zf:
         for path in sorted(artifact_dir.rglob("*")):
             rel = path.relative_to(artifact_dir)
-            if path.is_file() and rel.parts[0] not in ("checkpoint", "merged"):
+            # checkpoints and the merged model are not the adapter; the job log is the app's own
+            if path.is_file() and rel.parts[0] not in ("checkpoint", "merged", "job.log"):
                 zf.write(path, rel.as_posix())
     tmp.replace(out_zip)
     return out_zip

@@ -40,7 +40,7 @@ def cache_key(info: ModelInfo, quant: str, split: Split, max_length: int, poolin
     return h.hexdigest()[:32]
 
 
-def load_encoder(info: ModelInfo, quant: str) -> Any:
+def load_encoder(info: ModelInfo, quant: str, device: str = "auto") -> Any:
     from transformers import AutoModel
 
     from backend.models import disable_cpu_bf16_4bit, quantization_config, quantized_load_kwargs
@@ -52,17 +52,28 @@ def load_encoder(info: ModelInfo, quant: str) -> Any:
     encoder = AutoModel.from_pretrained(info.path, **kwargs)
     if quant == "4bit":
         disable_cpu_bf16_4bit(encoder)
+    if qcfg is None:  # quantized models are placed by device_map already
+        from backend.train import pick_device
+
+        encoder.to(pick_device(device))
     return encoder.eval()
 
 
 @torch.no_grad()
 def compute_features(
-    encoder: Any, enc: Encoded, pooling: str, last_token: bool, batch_size: int = 64
+    encoder: Any,
+    enc: Encoded,
+    pooling: str,
+    last_token: bool,
+    batch_size: int = 64,
+    cb: Callback | None = None,
 ) -> torch.Tensor:
     """Pooled features of every layer: [layers + 1, rows, hidden] (index 0 = embeddings)."""
     device = next(encoder.parameters()).device
     chunks = []
     for batch in enc.batches(batch_size, shuffle=False):
+        if cb is not None and cb.should_cancel():
+            raise TrainingCancelled("cancelled while computing features")
         batch.pop("labels")
         batch = {k: v.to(device) for k, v in batch.items()}
         out = encoder(**batch, output_hidden_states=True)
@@ -188,10 +199,10 @@ def run_probe(
 
         def compute() -> torch.Tensor:
             nonlocal encoder
-            encoder = encoder or load_encoder(info, cfg.quant)
+            encoder = encoder or load_encoder(info, cfg.quant, cfg.device)
             cb.on_log(f"computing features of every layer for {len(split)} rows")
             return compute_features(
-                encoder, Encoded(tokenizer, split, cfg.max_length), pcfg.pooling, info.is_decoder
+                encoder, Encoded(tokenizer, split, cfg.max_length), pcfg.pooling, info.is_decoder, cb=cb
             )
 
         return cached_features(cache_dir, key, compute)
@@ -200,12 +211,14 @@ def run_probe(
     feature_seconds = time.perf_counter() - started
     cb.on_log(f"features {'from cache' if hit_t and hit_e else 'computed'} in {feature_seconds:.1f}s")
     y, ye = torch.tensor(data.train.labels), np.asarray(data.eval.labels)
+    # The encoder ran on the GPU when there is one; heads are tiny and train on the CPU.
+    device = str(next(encoder.parameters()).device) if encoder is not None else "cpu (cached features)"
     layers = range(ftrain.shape[0]) if pcfg.sweep_layers else [resolve_layer(pcfg.layer, info.num_layers)]
     cb.on_start(
         {
             "trainable_params": None,
             "total_steps": None,
-            "device": "cpu",
+            "device": device,
             "train_rows": len(y),
             "eval_rows": len(ye),
             "layers": list(layers),
@@ -214,6 +227,8 @@ def run_probe(
     results = []
     t0 = time.perf_counter()
     for layer in layers:
+        if cb.should_cancel():
+            raise TrainingCancelled(f"cancelled after {len(results)} of {len(layers)} layers")
         head, best, history = train_head(
             ftrain[layer], y, feval[layer], ye, pcfg, cfg, data.label_names, None if pcfg.sweep_layers else cb
         )
@@ -236,7 +251,7 @@ def run_probe(
     summary = {
         "method": "probe",
         "quant": cfg.quant,
-        "device": "cpu",
+        "device": device,
         "accuracy": best["accuracy"],
         "macro_f1": best["macro_f1"],
         "eval_loss": best["eval_loss"],

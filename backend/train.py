@@ -21,6 +21,7 @@ from backend import checkpoint, export
 from backend.batching import Encoded
 from backend.callbacks import Callback, EpochInfo, StepInfo, TrainingCancelled
 from backend.data import PreparedData, prepare
+from backend.errors import ConfigError
 from backend.evaluation import classification_metrics
 from backend.methods import registry
 from backend.methods.base import BuildContext
@@ -165,6 +166,11 @@ class Fitter:
                 raise TrainingCancelled(f"cancelled at step {self.step}")
             with autocast(self.device):
                 out = self.model(**{k: v.to(self.device) for k, v in batch.items()})
+            if not torch.isfinite(out.loss):
+                raise ConfigError(
+                    f"training diverged: the loss became {out.loss.item()} at step {self.step + 1} "
+                    f"(epoch {epoch}); try a lower learning rate (now {cfg.effective_lr:g})"
+                )
             (out.loss / cfg.grad_accum).backward()
             losses.append(out.loss.item())
             seen += len(batch["labels"])

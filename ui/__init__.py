@@ -1,0 +1,1 @@
+"""The web app: ``ui.app.build(api)`` composes the tabs, ``ui.server.serve(...)`` runs it."""

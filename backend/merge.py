@@ -1,0 +1,118 @@
+"""Fold a LoRA run into its base model: a plain transformers classifier, no peft needed.
+
+``merge_and_unload()`` adds B·A·(alpha/r) into each adapted weight and drops the LoRA
+modules, so the merged model has the base's size and speed. The result is saved in
+``<run>/merged/`` (which ``export_zip`` leaves out of the adapter zip) and zipped on
+its own. Before it is kept, its predictions are checked against the ones the run
+stored at the end of training.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import zipfile
+from pathlib import Path
+from typing import Any
+
+from backend.errors import ConfigError, ModelError
+
+MAX_PROB_DIFF = 1e-3  # merging is exact up to float rounding; more than this is a bug
+
+_CARD = """# Merged LoRA model for `{base}`
+
+The LoRA update of run `{run}` folded into the base weights: a plain
+`transformers` sequence classifier (labels: {labels}). No peft needed.
+
+```python
+import torch
+from transformers import AutoModelForSequenceClassification, AutoTokenizer
+model = AutoModelForSequenceClassification.from_pretrained(".").eval()
+tok = AutoTokenizer.from_pretrained(".")
+enc = tok(["an example text"], return_tensors="pt", truncation=True, max_length={max_length})
+with torch.no_grad():
+    probs = torch.softmax(model(**enc).logits, -1)
+print({{model.config.id2label[i]: float(p) for i, p in enumerate(probs[0])}})
+```
+"""
+
+
+def merge_lora(artifact_dir: str | Path, out_zip: str | Path) -> Path:
+    """Merge a succeeded LoRA run (once; later calls reuse ``merged/``) and zip it."""
+    from backend.loading import read_manifest
+
+    run = Path(artifact_dir)
+    manifest = read_manifest(run)
+    if manifest["method"] != "lora":
+        raise ConfigError(f"only LoRA runs can be merged into the base model; this is {manifest['method']}")
+    if manifest.get("quant", "none") != "none":
+        raise ConfigError(
+            f"this run trained on a {manifest['quant']} quantized base; merging into full-precision "
+            "weights would change its predictions. Download the adapter instead."
+        )
+    merged = run / "merged"
+    if not (merged / "config.json").is_file():
+        _merge(run, manifest, merged)
+    return _zip(merged, Path(out_zip))
+
+
+def _merge(run: Path, manifest: dict[str, Any], merged: Path) -> None:
+    import torch
+    from peft import PeftModel
+    from transformers import AutoTokenizer
+
+    from backend.models import load_classifier, model_info
+
+    base = load_classifier(model_info(manifest["base_model_path"]), manifest["label_names"])
+    model = PeftModel.from_pretrained(base, str(run)).merge_and_unload().eval()
+    tokenizer = AutoTokenizer.from_pretrained(str(run))
+    _check(model, tokenizer, run, manifest, torch)
+    tmp = merged.with_name(f".merged.{os.getpid()}.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    model.save_pretrained(str(tmp), safe_serialization=True)
+    tokenizer.save_pretrained(str(tmp))
+    shutil.copyfile(run / "labels.json", tmp / "labels.json")
+    (tmp / "README.md").write_text(
+        _CARD.format(
+            base=manifest["base_model"],
+            run=run.name,
+            labels=", ".join(manifest["label_names"]),
+            max_length=manifest["max_length"],
+        )
+    )
+    shutil.rmtree(merged, ignore_errors=True)
+    os.replace(tmp, merged)  # a half-written folder is never taken for a merged model
+
+
+def _check(model: Any, tokenizer: Any, run: Path, manifest: dict[str, Any], torch: Any) -> None:
+    """The merged model must predict what the adapter predicted at the end of training."""
+    check_file = run / "check_predictions.json"
+    if not check_file.is_file():
+        return
+    check = json.loads(check_file.read_text())
+    if not check["texts"]:
+        return
+    args = [check["texts"]] + ([check["pairs"]] if check.get("pairs") else [])
+    enc = tokenizer(
+        *args, truncation=True, max_length=manifest["max_length"], padding=True, return_tensors="pt"
+    )
+    with torch.no_grad():
+        probs = torch.softmax(model(**enc).logits.float(), -1)
+    diff = float((probs - torch.tensor(check["probs"])).abs().max())
+    if diff > MAX_PROB_DIFF:
+        raise ModelError(
+            f"the merged model's probabilities differ from the adapter's by {diff:.4f}; "
+            "download the adapter instead"
+        )
+
+
+def _zip(folder: Path, out_zip: Path) -> Path:
+    out_zip.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out_zip.with_suffix(".zip.tmp")
+    with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        for path in sorted(folder.rglob("*")):
+            if path.is_file():
+                zf.write(path, path.relative_to(folder).as_posix())
+    tmp.replace(out_zip)
+    return out_zip

@@ -1,0 +1,123 @@
+"""Registered datasets: a stored copy of each uploaded file plus its database row.
+
+Files are stored once per content (``datasets/<sha256[:16]>/<original name>``), so
+jobs keep working when the upload's original is moved or edited. The same content
+with the same column mapping is the same dataset row, however often it is uploaded.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import uuid
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import select
+
+from backend.data import ColumnMapping, file_sha256
+from jobs.db import Database
+from jobs.schema import Dataset
+
+GENERIC_STEMS = {"train", "training", "dev", "test", "eval", "valid", "validation", "data"}
+
+
+def default_name(path: Path) -> str:
+    """``sst2/train.csv`` -> "sst2-train": a bare "train" says too little in a list."""
+    if path.stem.lower() in GENERIC_STEMS and path.parent.name:
+        return f"{path.parent.name}-{path.stem}"
+    return path.stem
+
+
+def mapping_key(mapping: ColumnMapping) -> str:
+    """One comparable string for a column mapping (no pair column counts as a value)."""
+    return "\x1f".join((mapping.text, mapping.text_pair or "", mapping.label))
+
+
+def as_dict(row: Dataset) -> dict[str, Any]:
+    """The dataset dict the API returns."""
+    return {
+        "id": row.id,
+        "name": row.name,
+        "path": row.path,
+        "sha256": row.sha256,
+        "rows": row.rows,
+        "columns": list(row.columns),
+        "mapping": {
+            "text": row.text_column,
+            "text_pair": row.text_pair_column,
+            "label": row.label_column,
+        },
+        "label_counts": dict(row.label_counts),
+        "invalid_rows": row.invalid_rows,
+        "created": row.created_at.isoformat(),
+    }
+
+
+def store_file(source: Path, datasets_dir: Path, sha256: str) -> Path:
+    """Copy ``source`` into the content-addressed store (atomically); the stored path."""
+    folder = datasets_dir / sha256[:16]
+    target = folder / source.name
+    if target.is_file() and file_sha256(target) == sha256:
+        return target
+    folder.mkdir(parents=True, exist_ok=True)
+    tmp = folder / f".{source.name}.{uuid.uuid4().hex}.tmp"
+    shutil.copyfile(source, tmp)
+    os.replace(tmp, target)  # a concurrent reader never sees half a file
+    return target
+
+
+def _find(db: Database, sha256: str, key: str) -> Dataset | None:
+    with db.read() as session:
+        query = select(Dataset).where(Dataset.sha256 == sha256, Dataset.mapping_key == key)
+        return session.scalar(query)
+
+
+def register(
+    db: Database,
+    datasets_dir: Path,
+    source: Path,
+    name: str | None,
+    mapping: ColumnMapping,
+    stats: dict[str, Any],
+) -> dict[str, Any]:
+    """Store ``source`` (already validated) and return its row, reusing an existing one."""
+    sha256, key = file_sha256(source), mapping_key(mapping)
+    existing = _find(db, sha256, key)
+    if existing is not None and Path(existing.path).is_file():
+        return as_dict(existing)
+    stored = store_file(source, datasets_dir, sha256)
+    with db.write() as session:
+        # Looked up again inside the write lock: a concurrent upload may have won.
+        row = session.scalar(select(Dataset).where(Dataset.sha256 == sha256, Dataset.mapping_key == key))
+        if row is None:
+            row = Dataset(
+                name=name or default_name(source),
+                path=str(stored),
+                sha256=sha256,
+                mapping_key=key,
+                text_column=mapping.text,
+                text_pair_column=mapping.text_pair,
+                label_column=mapping.label,
+                columns=stats["columns"],
+                rows=stats["rows"],
+                invalid_rows=stats.get("invalid_rows", 0),
+                label_counts=stats["label_counts"],
+            )
+            session.add(row)
+            session.flush()
+        elif not Path(row.path).is_file():
+            row.path = str(stored)  # the stored copy was removed by hand: use the new one
+        return as_dict(row)
+
+
+def list_all(db: Database) -> list[dict[str, Any]]:
+    """Every registered dataset, newest first."""
+    with db.read() as session:
+        return [as_dict(r) for r in session.scalars(select(Dataset).order_by(Dataset.id.desc()))]
+
+
+def get(db: Database, dataset_id: int) -> Dataset | None:
+    """One dataset row by id."""
+    with db.read() as session:
+        return session.get(Dataset, dataset_id)

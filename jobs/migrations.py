@@ -1,0 +1,69 @@
+"""Schema versions: a ``schema_version`` table and an ordered list of upgrade steps.
+
+A new database gets today's tables (``create_all``) stamped with the current
+version. An existing one is upgraded step by step from the version it records, in
+the same transaction, so a database made by any older version of the app opens. A
+database newer than this code is refused with a message instead of being damaged.
+
+To change the schema: edit ``jobs/schema.py`` and append a function here that
+brings a database of the previous version to the new one (``ALTER TABLE ...``).
+Never edit a step that has shipped; ``tests/jobs/test_migrations.py`` keeps the
+first version's DDL to check that old files still open.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from sqlalchemy import Column, Integer, MetaData, Table, inspect, select
+from sqlalchemy.engine import Connection, Engine
+
+from backend.errors import ConfigError
+from jobs.schema import Base
+
+Migration = Callable[[Connection], None]
+
+VERSION_TABLE = Table("schema_version", MetaData(), Column("version", Integer, nullable=False))
+
+# MIGRATIONS[i] upgrades version i + 1 to version i + 2. Version 1 is the first schema.
+MIGRATIONS: list[Migration] = []
+
+
+def current_version(steps: Sequence[Migration] = MIGRATIONS) -> int:
+    """The version this code writes: one past the last upgrade step."""
+    return 1 + len(steps)
+
+
+def stored_version(conn: Connection) -> int | None:
+    """The version a database records, or None for an empty database."""
+    if not inspect(conn).has_table(VERSION_TABLE.name):
+        return None
+    return conn.execute(select(VERSION_TABLE.c.version)).scalar_one_or_none()
+
+
+def upgrade(engine: Engine, steps: Sequence[Migration] = MIGRATIONS) -> int:
+    """Create or upgrade the schema; returns the version the database is now at."""
+    target = current_version(steps)
+    # One write transaction: processes opening a new database at once cannot both create it.
+    with engine.connect().execution_options(sqlite_immediate=True) as conn, conn.begin():
+        version = stored_version(conn)
+        if version is None:
+            if inspect(conn).has_table("jobs"):
+                raise ConfigError(
+                    "the database has job tables but no schema_version table; it was not "
+                    "made by this app. Point --db-url / WORKBENCH_DB_URL at another database."
+                )
+            Base.metadata.create_all(conn)
+            VERSION_TABLE.create(conn)
+            conn.execute(VERSION_TABLE.insert().values(version=target))
+            return target
+        if version > target:
+            raise ConfigError(
+                f"the database is at schema version {version}, newer than this app "
+                f"(version {target}); update the app or use another --db-url"
+            )
+        for index in range(version - 1, target - 1):
+            steps[index](conn)
+        if version != target:
+            conn.execute(VERSION_TABLE.update().values(version=target))
+        return target

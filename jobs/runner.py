@@ -1,0 +1,151 @@
+"""Where a job runs, behind one small interface: today a local OS process per job.
+
+A cluster engine (a later issue) implements the same :class:`Runner` protocol; the
+supervisor only ever starts, polls and kills handles.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+import psutil
+
+from backend.settings import PROJECT_ROOT, Settings
+
+WORKER_NICENESS = 10  # training yields the CPU to the web app and the supervisor
+EXIT_UNKNOWN = -1000  # poll() of a re-attached process: gone, but not our child to reap
+
+
+@dataclass
+class Handle:
+    """A started worker. ``process`` is None for one re-attached after a restart."""
+
+    job_id: int
+    pid: int
+    started: float  # the process's start time (psutil), guards against PID reuse
+    host: str
+    gpu: int | None = None
+    process: subprocess.Popen[bytes] | None = None
+
+
+class Runner(Protocol):
+    """Starts, watches and stops the process that runs one job."""
+
+    def start(self, job_id: int, *, log_path: Path, gpu: int | None = None) -> Handle:
+        """Launch the worker for ``job_id`` (already claimed), output appended to ``log_path``."""
+        ...
+
+    def attach(self, job_id: int, pid: int, started: float) -> Handle | None:
+        """Re-attach to a worker launched earlier (e.g. before a restart); None if it is gone."""
+        ...
+
+    def poll(self, handle: Handle) -> int | None:
+        """None while running; else the exit code (negative: killed by that signal)."""
+        ...
+
+    def kill(self, handle: Handle) -> None:
+        """Stop the worker now (SIGKILL); the next poll reports it."""
+        ...
+
+
+def process_alive(pid: int, started: float | None) -> bool:
+    """True if ``pid`` runs and is the same process that started at ``started``."""
+    try:
+        proc = psutil.Process(pid)
+        if started is not None and abs(proc.create_time() - started) > 0.5:
+            return False  # the PID was reused by another process
+        return proc.status() != psutil.STATUS_ZOMBIE
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return False
+
+
+def process_start_time(pid: int) -> float:
+    """When ``pid`` started, as psutil reports it (seconds since the epoch)."""
+    return psutil.Process(pid).create_time()
+
+
+def describe_exit(code: int) -> str:
+    """Human words for an exit code as ``poll`` returns it."""
+    if code == EXIT_UNKNOWN:
+        return "exit status unknown"
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = "unknown signal"
+        return f"killed by signal {-code} {name}"
+    return f"exit code {code}"
+
+
+def worker_environment(settings: Settings, gpu: int | None) -> dict[str, str]:
+    """The worker's environment: this one plus where the data and database are."""
+    env = dict(os.environ)
+    env.update(
+        WORKBENCH_DATA_DIR=str(settings.data_dir),
+        WORKBENCH_DB_URL=settings.db_url,
+        WORKBENCH_MODELS_CACHE=str(settings.models_cache),
+        PYTHONUNBUFFERED="1",
+    )
+    if gpu is not None:
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+        ids = [v for v in visible.split(",") if v.strip()] if visible else None
+        env["CUDA_VISIBLE_DEVICES"] = ids[gpu] if ids and gpu < len(ids) else str(gpu)
+    return env
+
+
+class LocalProcessRunner:
+    """One ``python -m jobs.worker ID`` process per job, in its own session, at low priority."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.host = socket.gethostname()
+
+    def start(self, job_id: int, *, log_path: Path, gpu: int | None = None) -> Handle:
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        with log_path.open("ab") as log:
+            # Own session: Ctrl-C in the app's terminal does not kill training, and
+            # kill() can take the worker's whole process group. No preexec_fn: it is
+            # unsafe in a threaded program like the web app; niceness is set below.
+            process = subprocess.Popen(
+                [sys.executable, "-m", "jobs.worker", str(job_id)],
+                cwd=PROJECT_ROOT,
+                env=worker_environment(self.settings, gpu),
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        started = 0.0
+        try:
+            proc = psutil.Process(process.pid)
+            started = proc.create_time()
+            proc.nice(WORKER_NICENESS)  # milliseconds after exec, long before training starts
+        except psutil.NoSuchProcess:
+            pass  # already gone: the next poll reports its exit code
+        return Handle(job_id, process.pid, started, self.host, gpu, process)
+
+    def attach(self, job_id: int, pid: int, started: float) -> Handle | None:
+        if not process_alive(pid, started):
+            return None
+        return Handle(job_id, pid, started, self.host)
+
+    def poll(self, handle: Handle) -> int | None:
+        if handle.process is not None:
+            return handle.process.poll()
+        return None if process_alive(handle.pid, handle.started) else EXIT_UNKNOWN
+
+    def kill(self, handle: Handle) -> None:
+        if handle.process is not None and handle.process.poll() is not None:
+            return
+        if handle.process is None and not process_alive(handle.pid, handle.started):
+            return
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(handle.pid, signal.SIGKILL)  # its session's group: the worker's own pid

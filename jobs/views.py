@@ -1,0 +1,215 @@
+"""Job rows as the plain dicts the API returns: list rows, details, series, comparisons.
+
+Everything here only reads. Timestamps become ISO 8601 strings (UTC) so the dicts go
+straight to JSON (CLI ``--json``, the UI).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import deque
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from backend.methods import registry
+from jobs.schema import METRIC_COLUMNS, Dataset, Job, Metric
+
+STEP_SERIES = ("train_loss", "learning_rate", "samples_per_second")
+EPOCH_SERIES = ("eval_accuracy", "eval_macro_f1", "eval_loss", "epoch_train_loss")
+MAX_POINTS = 2000  # per series; longer curves are thinned evenly (the last point is kept)
+# The setting that best tells two runs of a method apart, and how a name shows it.
+KEY_KNOBS = {
+    "lora": "rank",
+    "prompt": "prompt_length",
+    "prefix": "prompt_length",
+    "ptuning": "prompt_length",
+    "adapter": "bottleneck",
+    "probe": "layer",
+}
+SHORT_NAMES = {"rank": "r", "prompt_length": "len", "bottleneck": "size"}
+COMPARE_FIELDS = (
+    "accuracy",
+    "macro_f1",
+    "trainable_params",
+    "train_seconds",
+    "peak_rss_mb",
+    "adapter_bytes",
+    "quant",
+    "status",
+)
+
+
+def iso(value: datetime | None) -> str | None:
+    return None if value is None else value.isoformat()
+
+
+def knobs(method: str, method_config: dict[str, Any] | None) -> str:
+    """Short text of a method's key setting plus every setting changed from its default."""
+    try:
+        spec = registry.get(method)
+        cfg = spec.make_config(method_config or {})
+    except Exception:  # noqa: BLE001 - a row from an older version: show what it stored
+        return " ".join(f"{k}={v}" for k, v in (method_config or {}).items())
+    if method == "probe" and getattr(cfg, "sweep_layers", False):
+        return "all layers"
+    parts = []
+    for f in dataclasses.fields(cfg):
+        value = getattr(cfg, f.name)
+        if f.name == KEY_KNOBS.get(method) or value != f.default:
+            parts.append(f"{SHORT_NAMES.get(f.name, f.name)}={value}")
+    return " ".join(parts)
+
+
+def default_job_name(method: str, method_config: dict[str, Any] | None, dataset: str) -> str:
+    """E.g. "lora r=8 · sst2-train"."""
+    knob_text = knobs(method, method_config)
+    return f"{method} {knob_text} · {dataset}" if knob_text else f"{method} · {dataset}"
+
+
+def job_row(job: Job, dataset_name: str | None) -> dict[str, Any]:
+    """The list view of a job."""
+    return {
+        "id": job.id,
+        "name": job.name,
+        "status": job.status,
+        "method": job.method,
+        "model": job.model,
+        "quant": job.quant,
+        "dataset": dataset_name,
+        "knobs": knobs(job.method, (job.config or {}).get("method_config")),
+        "progress": job.progress or 0.0,
+        "epoch": job.epoch,
+        "total_epochs": job.total_epochs,
+        "step": job.step,
+        "total_steps": job.total_steps,
+        "eta_seconds": job.eta_seconds,
+        "accuracy": job.accuracy,
+        "macro_f1": job.macro_f1,
+        "created": iso(job.created_at),
+        "started": iso(job.started_at),
+        "finished": iso(job.finished_at),
+        "error": job.error,
+        "resumed_from": job.resumed_from_id,
+        "cancel_requested": job.cancel_requested_at is not None,
+    }
+
+
+def job_detail(job: Job, dataset_name: str | None, series: dict[str, Any], log_tail: int) -> dict[str, Any]:
+    """Everything about one job: the list row plus config, metrics, series and log."""
+    detail = job_row(job, dataset_name)
+    detail.update(
+        config=job.config,
+        metrics=job.summary,
+        evaluation=job.evaluation,
+        device=job.device,
+        worker_pid=job.worker_pid,
+        worker_host=job.worker_host,
+        artifact_dir=job.artifact_dir,
+        error_kind=job.error_kind,
+        error_detail=job.error_detail,
+        checkpoint_epoch=job.checkpoint_epoch,
+        heartbeat=iso(job.heartbeat_at),
+        log_path=job.log_path,
+        log=read_tail(job.log_path, log_tail),
+        series=series,
+        **{column: getattr(job, column) for column in METRIC_COLUMNS},
+    )
+    if job.summary and job.summary.get("layer_accuracy"):
+        detail["layer_accuracy"] = job.summary["layer_accuracy"]
+    return detail
+
+
+def read_tail(path: str | None, lines: int) -> list[str]:
+    """The last ``lines`` lines of a log file ([] if it does not exist yet)."""
+    if not path or lines <= 0 or not Path(path).is_file():
+        return []
+    with Path(path).open(encoding="utf-8", errors="replace") as f:
+        return [line.rstrip("\n") for line in deque(f, maxlen=lines)]
+
+
+def thin(points: list[list[float]]) -> list[list[float]]:
+    """At most MAX_POINTS points, evenly spaced, always ending with the last one."""
+    if len(points) <= MAX_POINTS:
+        return points
+    stride = -(-len(points) // MAX_POINTS)
+    kept = points[::stride]
+    return kept if kept[-1] is points[-1] else [*kept, points[-1]]
+
+
+def series(session: Session, job_id: int) -> dict[str, list[list[float]]]:
+    """Training curves: step-indexed [[step, value]] and epoch-indexed [[epoch, value]]."""
+    out: dict[str, list[list[float]]] = {name: [] for name in (*STEP_SERIES, *EPOCH_SERIES)}
+    rows = session.execute(
+        select(Metric.name, Metric.step, Metric.epoch, Metric.value)
+        .where(Metric.job_id == job_id)
+        .order_by(Metric.id)
+    )
+    for name, step, epoch, value in rows:
+        if name in STEP_SERIES:
+            out[name].append([step, value])
+        elif name in EPOCH_SERIES:
+            out[name].append([epoch, value])
+    return {name: thin(points) for name, points in out.items()}
+
+
+def dataset_names(session: Session, jobs: list[Job]) -> dict[int, str]:
+    """Dataset id -> name for the datasets ``jobs`` use."""
+    ids = {j.dataset_id for j in jobs if j.dataset_id is not None}
+    if not ids:
+        return {}
+    return dict(session.execute(select(Dataset.id, Dataset.name).where(Dataset.id.in_(ids))).all())
+
+
+def flatten(values: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """{"method_config": {"rank": 8}} -> {"method_config.rank": 8}."""
+    flat: dict[str, Any] = {}
+    for key, value in values.items():
+        if isinstance(value, dict):
+            flat.update(flatten(value, f"{prefix}{key}."))
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
+
+
+def config_diff(configs: dict[int, dict[str, Any]]) -> list[dict[str, Any]]:
+    """The config fields whose values differ between jobs, each with every job's value."""
+    flat = {job_id: flatten(cfg or {}) for job_id, cfg in configs.items()}
+    fields = sorted({name for values in flat.values() for name in values})
+    diff = []
+    for name in fields:
+        values = {job_id: values.get(name) for job_id, values in flat.items()}
+        if len({repr(v) for v in values.values()}) > 1:
+            diff.append({"field": name, "values": values})
+    return diff
+
+
+def compare_row(job: Job) -> dict[str, Any]:
+    """One row of the comparison table."""
+    total, trainable = job.total_params, job.trainable_params
+    percent = 100.0 * trainable / total if trainable is not None and total else None
+    return {
+        "id": job.id,
+        "name": job.name,
+        "method": job.method,
+        "knobs": knobs(job.method, (job.config or {}).get("method_config")),
+        **{field: getattr(job, field) for field in COMPARE_FIELDS},
+        "trainable_percent": percent,
+    }
+
+
+def per_class_f1(job: Job) -> dict[str, float] | None:
+    """Label -> F1 at the best epoch, for a finished job."""
+    if not job.evaluation:
+        return None
+    return {label: m["f1"] for label, m in job.evaluation["per_class"].items()}
+
+
+def confusion(job: Job) -> dict[str, Any] | None:
+    """{"labels": [...], "matrix": [[...]]} at the best epoch (rows: true, columns: predicted)."""
+    if not job.evaluation:
+        return None
+    return {"labels": job.evaluation["labels"], "matrix": job.evaluation["confusion_matrix"]}

@@ -1,0 +1,168 @@
+"""Shared fixtures for the job-queue tests: real SQLite files, real worker processes,
+the real default model on tiny generated data (``tests/conftest.py``'s short reviews,
+2 labels, max length 16).
+
+Never a fixed sleep as an assertion: :func:`wait_for` polls with a timeout.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from backend.api import Workbench
+from backend.settings import PROJECT_ROOT, Settings
+from jobs.runner import process_alive
+from jobs.schema import FINISHED
+from jobs.supervisor import Supervisor
+from tests.conftest import sentiment_rows, write_csv
+
+JOB_TIMEOUT = 180.0  # generous: the machine may be shared with other training runs
+
+
+@pytest.fixture(scope="session")
+def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Input files shared by every test (read-only once written)."""
+    folder = tmp_path_factory.mktemp("inputs")
+    write_csv(folder / "tiny.csv", sentiment_rows(60))
+    write_csv(folder / "medium.csv", sentiment_rows(120, seed=1))
+    write_csv(folder / "long.csv", sentiment_rows(600, seed=2))
+    return folder
+
+
+def make_settings(root: Path) -> Settings:
+    """Settings for an isolated data folder and database under ``root``."""
+    data = root / "data"
+    return Settings(
+        data_dir=data,
+        models_cache=Settings.from_env().models_cache,
+        db_url=f"sqlite:///{data / 'workbench.db'}",
+    )
+
+
+def quick_job(data: Path, **overrides: Any) -> dict[str, Any]:
+    """A config that trains in seconds on the CPU."""
+    return {"data": str(data), "method": "lora", "epochs": 1, "max_length": 16, "batch_size": 16, **overrides}
+
+
+def long_job(data: Path, **overrides: Any) -> dict[str, Any]:
+    """A config that keeps a worker busy for minutes (it is always stopped early)."""
+    return {"data": str(data), "method": "lora", "epochs": 20, "max_length": 16, "batch_size": 8, **overrides}
+
+
+def wait_for(predicate: Callable[[], Any], timeout: float, what: str, interval: float = 0.2) -> Any:
+    """Poll ``predicate`` until it returns something truthy; fail after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+        time.sleep(interval)
+
+
+def wait_status(
+    bench: Workbench, job_id: int, statuses: tuple[str, ...] = FINISHED, timeout: float = JOB_TIMEOUT
+) -> dict[str, Any]:
+    """Wait until job ``job_id`` has one of ``statuses``; returns the job."""
+
+    def check() -> dict[str, Any] | None:
+        job = bench.get_job(job_id, log_tail=0)
+        return job if job["status"] in statuses else None
+
+    return wait_for(check, timeout, f"job {job_id} to become {'/'.join(statuses)}")
+
+
+def wait_running_step(bench: Workbench, job_id: int) -> dict[str, Any]:
+    """Wait until a job is running and has logged at least one training step."""
+
+    def check() -> dict[str, Any] | None:
+        job = bench.get_job(job_id, log_tail=0)
+        assert job["status"] in ("queued", "running"), job["error"]
+        return job if job["status"] == "running" and (job["step"] or 0) >= 1 else None
+
+    return wait_for(check, JOB_TIMEOUT, f"job {job_id} to run a step")
+
+
+def kill_workers(settings: Settings) -> None:
+    """Kill worker processes still running for this database (test teardown)."""
+    bench = Workbench(settings)
+    for job in bench.list_jobs():
+        detail = bench.get_job(job["id"], log_tail=0)
+        pid = detail["worker_pid"]
+        if job["status"] == "running" and pid and process_alive(pid, None):
+            os.killpg(pid, signal.SIGKILL)
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Iterator[Settings]:
+    """An isolated data folder + database; leftover workers are killed afterwards."""
+    s = make_settings(tmp_path)
+    yield s
+    kill_workers(s)
+
+
+@pytest.fixture
+def bench(settings: Settings) -> Workbench:
+    return Workbench(settings)
+
+
+@pytest.fixture
+def supervisors(settings: Settings) -> Iterator[Callable[..., Supervisor]]:
+    """Start in-process supervisors; all are stopped (their workers killed) afterwards."""
+    started: list[Supervisor] = []
+
+    def start(**kwargs: Any) -> Supervisor:
+        kwargs.setdefault("max_concurrent", 1)
+        sup = Supervisor(settings, poll_seconds=0.2, **kwargs).start()
+        started.append(sup)
+        return sup
+
+    yield start
+    for sup in started:
+        sup.stop(kill_workers=True)
+
+
+def app_env(settings: Settings) -> dict[str, str]:
+    """Environment for ``python app.py`` processes pointed at ``settings``."""
+    return {
+        **os.environ,
+        "WORKBENCH_DATA_DIR": str(settings.data_dir),
+        "WORKBENCH_DB_URL": settings.db_url,
+        "PYTHONUNBUFFERED": "1",
+    }
+
+
+@pytest.fixture
+def processes(settings: Settings) -> Iterator[Callable[..., subprocess.Popen[str]]]:
+    """Start ``python app.py ...`` processes (e.g. a supervisor); killed afterwards."""
+    started: list[subprocess.Popen[str]] = []
+
+    def start(*args: str) -> subprocess.Popen[str]:
+        out = settings.data_dir.parent / f"process-{len(started)}.log"
+        with out.open("w") as sink:  # a file, not a pipe nobody reads
+            proc = subprocess.Popen(
+                [sys.executable, "app.py", *args],
+                cwd=PROJECT_ROOT,
+                env=app_env(settings),
+                stdout=sink,
+                stderr=subprocess.STDOUT,
+                text=True,
+            )
+        started.append(proc)
+        return proc
+
+    yield start
+    for proc in started:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait(timeout=30)

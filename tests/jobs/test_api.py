@@ -1,0 +1,109 @@
+"""Three real jobs through the queue, then everything the API does with finished jobs."""
+
+from __future__ import annotations
+
+import itertools
+import zipfile
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from backend.api import Workbench
+from backend.errors import ConfigError
+from jobs.supervisor import Supervisor
+from tests.jobs.conftest import kill_workers, make_settings, quick_job, wait_status
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory: pytest.TempPathFactory, data_dir: Path) -> Iterator[dict[str, Any]]:
+    """Three jobs submitted at once, run by one supervisor; their ids and the workbench."""
+    settings = make_settings(tmp_path_factory.mktemp("finished"))
+    bench = Workbench(settings)
+    ids = [
+        bench.submit(quick_job(data_dir / "tiny.csv", method_config={"rank": 2})),
+        bench.submit(quick_job(data_dir / "tiny.csv", method_config={"rank": 4}, lr=5e-4), name="second"),
+        bench.submit(quick_job(data_dir / "tiny.csv", method="probe", method_config={"sweep_layers": True})),
+    ]
+    supervisor = Supervisor(settings, max_concurrent=1, poll_seconds=0.2).start()
+    try:
+        jobs = [wait_status(bench, i) for i in ids]
+    finally:
+        supervisor.stop(kill_workers=True)
+        kill_workers(settings)
+    yield {"bench": bench, "ids": ids, "jobs": jobs, "settings": settings}
+
+
+def test_three_jobs_run_in_order_and_each_has_metric_rows(finished: dict[str, Any]) -> None:
+    jobs = finished["jobs"]
+    assert [j["status"] for j in jobs] == ["succeeded"] * 3, [j["error"] for j in jobs]
+    for before, after in itertools.pairwise(jobs):
+        assert datetime.fromisoformat(after["started"]) >= datetime.fromisoformat(before["finished"])
+    for job in jobs:
+        assert job["series"]["eval_accuracy"], job["id"]
+        assert job["progress"] == 1.0
+        assert job["accuracy"] is not None and job["trainable_params"] > 0
+    assert jobs[0]["series"]["train_loss"] and jobs[0]["series"]["learning_rate"]
+    assert [row["id"] for row in finished["bench"].list_jobs()] == finished["ids"][::-1]
+
+
+def test_list_rows_and_names(finished: dict[str, Any]) -> None:
+    rows = {row["id"]: row for row in finished["bench"].list_jobs()}
+    first, second, probe = (rows[i] for i in finished["ids"])
+    assert first["name"] == "lora r=2 · tiny"
+    assert second["name"] == "second" and second["knobs"] == "r=4"
+    assert probe["knobs"] == "all layers"
+    assert first["dataset"] == "tiny" and first["quant"] == "none"
+    detail = finished["bench"].get_job(probe["id"])
+    assert len(detail["layer_accuracy"]) == 7  # embeddings + 6 layers of MiniLM-L6
+    assert detail["device"] == "cpu" and detail["metrics"]["method"] == "probe"
+    assert any("succeeded" in line for line in detail["log"])
+    with pytest.raises(ConfigError, match="no job 999"):
+        finished["bench"].get_job(999)
+
+
+def test_compare(finished: dict[str, Any]) -> None:
+    ids = finished["ids"]
+    result = finished["bench"].compare(ids)
+    assert [row["id"] for row in result["table"]] == ids
+    assert all(0 < row["trainable_percent"] < 100 for row in result["table"])
+    fields = {d["field"]: d["values"] for d in result["config_diff"]}
+    assert fields["method_config.rank"] == {ids[0]: 2, ids[1]: 4, ids[2]: None}
+    assert fields["lr"][ids[1]] == 5e-4
+    assert "data" not in fields  # the same stored file for all three
+    assert set(result["per_class_f1"][ids[0]]) == {"neg", "pos"}
+    confusion = result["confusion"][ids[1]]
+    assert confusion["labels"] == ["neg", "pos"] and len(confusion["matrix"]) == 2
+    assert set(result["series"]) == set(ids)
+
+
+def test_export_and_predict(finished: dict[str, Any]) -> None:
+    bench, ids = finished["bench"], finished["ids"]
+    path = bench.export(ids[0])
+    assert path.parent == finished["settings"].data_dir / "exports"
+    names = zipfile.ZipFile(path).namelist()
+    assert "adapter_model.safetensors" in names
+    assert not any(n.startswith("checkpoint/") for n in names)
+    results = bench.predict(ids, ["the film was brilliant and fun", "the plot was awful and dull"])
+    assert [r["id"] for r in results] == ids
+    for result in results:
+        assert len(result["predictions"]) == 2
+        assert all(p["label"] in ("neg", "pos") for p in result["predictions"])
+        assert all(0.5 <= p["probability"] <= 1 for p in result["predictions"])
+    # The probe sweep learns these words for sure; four LoRA steps may not yet.
+    assert [p["label"] for p in results[2]["predictions"]] == ["pos", "neg"]
+
+
+def test_delete_removes_rows_and_artifacts(finished: dict[str, Any]) -> None:
+    bench, victim = finished["bench"], finished["ids"][1]
+    folder = Path(bench.get_job(victim)["artifact_dir"])
+    assert folder.is_dir()
+    bench.delete(victim)
+    assert not folder.exists()
+    assert victim not in [row["id"] for row in bench.list_jobs()]
+    with pytest.raises(ConfigError, match=f"no job {victim}"):
+        bench.get_job(victim)
+    with pytest.raises(ConfigError, match=f"no job {victim}"):
+        bench.predict([victim], ["x"])

@@ -1,0 +1,68 @@
+"""The job commands of ``python app.py`` as a user runs them (real processes)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+from backend.settings import PROJECT_ROOT, Settings
+from tests.jobs.conftest import app_env
+
+
+def app(settings: Settings, *args: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:
+    """Run ``python app.py ARGS`` against the test database."""
+    return subprocess.run(
+        [sys.executable, "app.py", "--db-url", settings.db_url, *args],
+        cwd=PROJECT_ROOT,
+        env=app_env(settings),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def test_submit_wait_then_inspect_export_delete(settings: Settings, data_dir: Path, tmp_path: Path) -> None:
+    train_flags = ["--data", str(data_dir / "tiny.csv"), "--method", "probe", "--max-length", "16"]
+    done = app(settings, "submit", *train_flags, "--wait")
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout.strip().splitlines()[-1])  # the same line train prints
+    assert summary["method"] == "probe" and 0 <= summary["accuracy"] <= 1
+    assert {"trainable_params", "train_seconds", "artifact_dir", "adapter_bytes"} <= set(summary)
+    assert "worker started" in done.stderr  # the job's log, followed on stderr
+
+    listed = json.loads(app(settings, "jobs", "--json").stdout)
+    assert [(j["id"], j["status"]) for j in listed] == [(1, "succeeded")]
+    shown = app(settings, "show", "1")
+    assert shown.returncode == 0 and "status: succeeded" in shown.stdout
+    assert json.loads(app(settings, "show", "1", "--json").stdout)["series"]["eval_accuracy"]
+
+    out = tmp_path / "model.zip"
+    exported = app(settings, "export", "1", "--out", str(out))
+    assert exported.returncode == 0, exported.stderr
+    assert "probe_head.safetensors" in zipfile.ZipFile(out).namelist()
+
+    assert app(settings, "delete", "1").returncode == 0
+    missing = app(settings, "show", "1")
+    assert missing.returncode == 2 and missing.stderr.strip() == "error: no job 1"
+
+
+def test_user_errors_exit_2_with_one_line(settings: Settings, data_dir: Path, tmp_path: Path) -> None:
+    queued = app(settings, "submit", "--data", str(data_dir / "tiny.csv"), "--method", "lora")
+    assert queued.returncode == 0 and json.loads(queued.stdout) == {"id": 1, "status": "queued"}
+    cancelled = app(settings, "cancel", "1")
+    assert json.loads(cancelled.stdout) == {"id": 1, "status": "cancelled"}
+    for args, message in [
+        (["cancel", "1"], "error: job 1 already finished (cancelled); nothing to cancel"),
+        (["submit", "--data", str(tmp_path / "nope.csv"), "--method", "lora"], "file not found"),
+        (["export", "1"], "error: job 1 is cancelled; only succeeded jobs have a trained model"),
+        (["resume", "7"], "error: no job 7"),
+    ]:
+        result = app(settings, *args)
+        assert result.returncode == 2, (args, result.stderr)
+        assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1, result.stderr
+    resumed = app(settings, "resume", "1")
+    assert json.loads(resumed.stdout)["resumed_from"] == 1

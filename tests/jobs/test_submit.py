@@ -1,0 +1,109 @@
+"""Submitting and registering: validation, stored copies, concurrency, the catalogue."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from backend.api import Workbench
+from backend.errors import ConfigError, DataError
+from backend.settings import Settings
+from tests.jobs.conftest import quick_job
+
+
+def test_50_submissions_from_5_threads(bench: Workbench, data_dir: Path) -> None:
+    ids: list[int] = []
+    errors: list[BaseException] = []
+    lock = threading.Lock()
+
+    def submit_ten() -> None:
+        try:
+            for _ in range(10):
+                job_id = bench.submit(quick_job(data_dir / "tiny.csv"))
+                with lock:
+                    ids.append(job_id)
+        except BaseException as exc:  # noqa: BLE001 - reported by the assertion below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=submit_ten) for _ in range(5)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not errors, errors
+    assert len(ids) == len(set(ids)) == 50
+    rows = bench.list_jobs()
+    assert sorted(r["id"] for r in rows) == sorted(ids)
+    assert {r["status"] for r in rows} == {"queued"}
+    assert len(bench.list_datasets()) == 1  # one stored copy, reused by all 50
+
+
+def test_register_twice_reuses_the_row(
+    bench: Workbench, settings: Settings, data_dir: Path, tmp_path: Path
+) -> None:
+    first = bench.register_dataset(data_dir / "tiny.csv", "reviews")
+    copy = tmp_path / "renamed.csv"
+    copy.write_bytes((data_dir / "tiny.csv").read_bytes())
+    again = bench.register_dataset(copy)
+    assert again["id"] == first["id"] and again["name"] == "reviews"
+    assert Path(first["path"]).parent == settings.datasets_dir / first["sha256"][:16]
+    assert first["mapping"] == {"text": "text", "text_pair": None, "label": "label"}
+    assert first["label_counts"] == {"neg": 30, "pos": 30} and first["rows"] == 60
+    two_texts = tmp_path / "two_texts.csv"
+    frame = pd.read_csv(copy)
+    frame.assign(summary=frame["text"].str.upper()).to_csv(two_texts, index=False)
+    by_text = bench.register_dataset(two_texts, text_column="text")
+    by_summary = bench.register_dataset(two_texts, text_column="summary")
+    assert by_text["id"] != by_summary["id"]  # same file, another mapping: another dataset
+    assert by_text["path"] == by_summary["path"]  # but one stored copy
+    preview = bench.dataset_preview(first["id"])
+    assert preview["token_length"]["max"] > 0
+
+
+def test_bad_data_writes_nothing(bench: Workbench, settings: Settings, tmp_path: Path) -> None:
+    bad = tmp_path / "one_class.csv"
+    pd.DataFrame({"text": ["a", "b", "c"], "label": ["x", "x", "x"]}).to_csv(bad, index=False)
+    with pytest.raises(DataError):
+        bench.register_dataset(bad)
+    with pytest.raises(DataError):
+        bench.submit({"data": str(bad), "method": "lora"})
+    with pytest.raises(ConfigError, match="rank"):
+        bench.submit({"data": str(bad), "method": "lora", "method_config": {"rank": 0}})
+    assert bench.list_datasets() == [] and bench.list_jobs() == []
+    assert not settings.datasets_dir.exists()
+
+
+def test_submit_stores_copies_and_names_the_job(bench: Workbench, data_dir: Path) -> None:
+    job_id = bench.submit(
+        quick_job(
+            data_dir / "tiny.csv",
+            eval_data=str(data_dir / "medium.csv"),
+            method="prompt",
+            method_config={"prompt_length": 5},
+        )
+    )
+    job = bench.get_job(job_id)
+    assert job["name"] == "prompt len=5 · tiny"
+    stored = {d["name"]: d["path"] for d in bench.list_datasets()}
+    assert job["config"]["data"] == stored["tiny"]
+    assert job["config"]["eval_data"] == stored["medium"]
+    assert job["config"]["label_column"] == "label"  # resolved, so the job is reproducible
+    assert job["artifact_dir"].endswith(f"job-{job_id}")
+
+
+def test_catalogue(bench: Workbench) -> None:
+    methods = {m["key"]: m for m in bench.list_methods()}
+    assert list(methods)[:3] == ["probe", "full", "lora"]
+    rank = next(f for f in methods["lora"]["fields"] if f["name"] == "rank")
+    assert rank["type"] == "int" and rank["default"] == 8 and rank["min"] == 1
+    sweep = next(f for f in methods["probe"]["fields"] if f["name"] == "sweep_layers")
+    assert sweep["type"] == "bool"
+    targets = next(f for f in methods["lora"]["fields"] if f["name"] == "targets")
+    assert targets["type"] == "str" and "all linear" in targets["choices"]
+    counted = bench.count_parameters("all-MiniLM-L6-v2", "lora", {"rank": 8})
+    assert counted["trainable"] == 74498 and counted["text"].startswith("Trainable parameters:")
+    assert bench.list_models()[0] == "all-MiniLM-L6-v2"
+    assert bench.device_info()["device"] in ("cpu", "cuda")

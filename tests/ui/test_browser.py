@@ -1,0 +1,255 @@
+"""The app in a real browser: Debian's chromium, headless, driven by Playwright.
+
+Upload a CSV, choose LoRA, move "LoRA rank" and watch the trainable-parameter line
+change, launch, watch the run succeed, compare it with a probing run, try a text,
+download the adapter zip. Screenshots land in test-artifacts/ui/.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.ui.conftest import JOB_TIMEOUT, Server, wait_finished
+
+CHROMIUM = Path("/usr/bin/chromium")
+BROWSER_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
+UI_TIMEOUT_MS = 30_000  # one UI round trip on a busy 2-core machine
+JOB_TIMEOUT_MS = int(JOB_TIMEOUT * 1000)
+
+pytestmark = pytest.mark.skipif(
+    not CHROMIUM.exists(),
+    reason=f"{CHROMIUM} not found: run `make browser` (apt-get install chromium)",
+)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=BROWSER_ARGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def page(browser: Any, server: Server, artifacts: Path, request: pytest.FixtureRequest) -> Iterator[Any]:
+    """A fresh page on the app; a final screenshot is saved whatever the outcome."""
+    from playwright.sync_api import expect
+
+    expect.set_options(timeout=UI_TIMEOUT_MS)
+    context = browser.new_context(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
+    page = context.new_page()
+    page.goto(server.url)
+    expect(page.get_by_role("tab", name="Data")).to_be_visible()
+    yield page
+    page.screenshot(path=str(artifacts / f"{request.node.name}-last.png"), full_page=True)
+    context.close()
+
+
+def shot(page: Any, artifacts: Path, name: str) -> None:
+    """A full-page screenshot once transitions have settled (for people; asserts nothing)."""
+    page.mouse.move(0, 0)  # no hover styling on whatever was clicked last
+    page.wait_for_timeout(600)
+    page.screenshot(path=str(artifacts / f"{name}.png"), full_page=True)
+
+
+def test_a_bad_upload_shows_a_message_and_creates_nothing(
+    page: Any, server: Server, tmp_path: Path, artifacts: Path
+) -> None:
+    from playwright.sync_api import expect
+
+    header_only = tmp_path / "empty.csv"
+    header_only.write_text("text,label\n")
+    bench = server.workbench()
+    datasets_before = bench.list_datasets()
+    stored_before = _stored_files(server)
+
+    page.locator("#upload-dataset input[type=file]").set_input_files(str(header_only))
+
+    expect(page.locator("#data-message")).to_contain_text("⚠️")
+    expect(page.locator("#data-message")).to_contain_text("empty.csv")
+    shot(page, artifacts, "01-bad-upload")
+    assert bench.list_datasets() == datasets_before
+    assert _stored_files(server) == stored_before
+
+
+def _stored_files(server: Server) -> list[str]:
+    folder = server.settings.datasets_dir
+    return sorted(str(p) for p in folder.rglob("*")) if folder.is_dir() else []
+
+
+def test_upload_train_watch_compare_and_download(
+    page: Any, server: Server, client: Any, tiny_csv: Path, tmp_path: Path, artifacts: Path
+) -> None:
+    probe_id = _queue_a_probe_first(client, tiny_csv)
+    _upload(page, tiny_csv, artifacts)
+    _set_up_lora(page, artifacts)
+    lora_id = _launch(page)
+    _watch(page, lora_id, probe_id, artifacts)
+    wait_finished(client, [probe_id])
+    _compare(page, [lora_id, probe_id], artifacts)
+    _probing(page, artifacts)
+    zip_path = _download(page, lora_id, tmp_path, artifacts)
+    names = set(zipfile.ZipFile(zip_path).namelist())
+    assert {"adapter_model.safetensors", "adapter_config.json", "labels.json", "README.md"} <= names
+
+
+def _queue_a_probe_first(client: Any, csv_path: Path) -> int:
+    """A probing sweep via the API, so there are two runs to compare (it trains meanwhile)."""
+    from gradio_client import handle_file
+
+    dataset = client.predict(file=handle_file(str(csv_path)), api_name="/upload_dataset")
+    job = client.predict(
+        dataset_id=dataset["id"],
+        method="probe",
+        method_settings={"sweep_layers": True},
+        epochs=1,
+        max_length=32,
+        batch_size=16,
+        api_name="/launch",
+    )
+    return job["id"]
+
+
+def _upload(page: Any, csv_path: Path, artifacts: Path) -> None:
+    from playwright.sync_api import expect
+
+    page.locator("#upload-dataset input[type=file]").set_input_files(str(csv_path))
+    expect(page.locator("#data-message")).to_contain_text("Registered")
+    first_text = next(csv.DictReader(csv_path.open()))["text"]
+    expect(page.get_by_text(first_text).filter(visible=True).first).to_be_visible()
+    expect(page.get_by_label("Text column", exact=True)).to_have_value("text")
+    expect(page.get_by_label("Label column", exact=True)).to_have_value("label")
+    shot(page, artifacts, "02-data")
+
+
+def _set_up_lora(page: Any, artifacts: Path) -> None:
+    """Pick LoRA, move its rank, check the parameter line follows; short common settings."""
+    from playwright.sync_api import expect
+
+    page.get_by_role("tab", name="Train").click()
+    params = page.locator("#trainable-params")
+    expect(params).to_have_text(PARAM_LINE)
+    lora_default = _count(params.inner_text())  # LoRA is selected when the page opens
+    # A method with the shared "Prompt length" label: only the selected method's slider is visible.
+    page.get_by_role("radio", name="Prompt tuning").check()
+    prompt_default = _expect_new_count(params, lora_default)
+    page.get_by_role("slider", name="Prompt length").fill("40")
+    _expect_new_count(params, prompt_default)
+
+    page.get_by_role("radio", name="LoRA", exact=True).check()
+    expect(page.get_by_role("slider", name="LoRA rank")).to_be_visible()
+    expect(params).to_contain_text(f"Trainable parameters: {lora_default:,} (")
+    page.get_by_role("slider", name="LoRA rank").fill("16")
+    assert _expect_new_count(params, lora_default) > lora_default, "a higher rank trains more parameters"
+    # Three short epochs: enough for LoRA to learn the toy task, a few seconds each.
+    for label, value in (("Epochs", "3"), ("Batch size", "16"), ("Max length", "32")):
+        page.get_by_role("spinbutton", name=label).fill(value)
+        page.get_by_role("spinbutton", name=label).press("Enter")
+    shot(page, artifacts, "03-train")
+
+
+PARAM_LINE = re.compile(r"Trainable parameters: [\d,]+ \(\d+\.\d\d% of [\d,]+\)")
+
+
+def _count(line: str) -> int:
+    found = re.search(r"Trainable parameters: ([\d,]+)", line)
+    assert found, line
+    return int(found.group(1).replace(",", ""))
+
+
+def _expect_new_count(params: Any, old: int) -> int:
+    """Wait until the parameter line shows a count other than ``old``; return it."""
+    from playwright.sync_api import expect
+
+    expect(params).to_have_text(re.compile(rf"Trainable parameters: (?!{old:,} )[\d,]+ \("))
+    return _count(params.inner_text())
+
+
+def _launch(page: Any) -> int:
+    from playwright.sync_api import expect
+
+    page.get_by_role("button", name="Launch training").click()
+    message = page.locator("#launch-message")
+    expect(message).to_contain_text("Queued job")
+    return int(re.search(r"#(\d+)", message.inner_text()).group(1))
+
+
+def _watch(page: Any, job_id: int, other_id: int, artifacts: Path) -> None:
+    """The Runs tab follows the launched job until it succeeds (timer refresh, no reload);
+    a click on another job's row shows that job."""
+    from playwright.sync_api import expect
+
+    page.get_by_role("tab", name="Runs").click()
+    expect(page.get_by_role("heading", name=re.compile(rf"#{job_id} lora r=16"))).to_be_visible()
+    shot(page, artifacts, "04-runs-started")
+    expect(page.locator("#run-summary")).to_contain_text("succeeded", timeout=JOB_TIMEOUT_MS)
+    expect(page.get_by_label("Log (last lines)")).to_have_value(re.compile(r"succeeded: accuracy"))
+    shot(page, artifacts, "05-runs-succeeded")
+    page.get_by_role("row", name=re.compile(rf"^{other_id} probe all layers")).click()
+    expect(page.get_by_role("heading", name=re.compile(rf"#{other_id} probe all layers"))).to_be_visible()
+
+
+def _compare(page: Any, job_ids: list[int], artifacts: Path) -> None:
+    from playwright.sync_api import expect
+
+    page.get_by_role("tab", name="Compare").click()
+    page.get_by_role("button", name="Refresh list").filter(visible=True).click()
+    for job_id in job_ids:
+        page.get_by_role("checkbox", name=re.compile(rf"^#{job_id} ")).check()
+    page.get_by_role("button", name="Compare", exact=True).click()
+    table = page.locator("#compare-table")
+    for job_id in job_ids:
+        expect(table).to_contain_text(f"#{job_id} ")
+    expect(table).to_contain_text("lora")
+    expect(table).to_contain_text("probe")
+    page.get_by_label("Text to classify").fill("the film was wonderful and superb")
+    page.get_by_role("button", name="Predict", exact=True).click()
+    predictions = page.locator("#predictions")
+    for job_id in job_ids:
+        expect(predictions).to_contain_text(f"#{job_id} ", timeout=JOB_TIMEOUT_MS)
+    shot(page, artifacts, "06-compare")
+
+
+def _probing(page: Any, artifacts: Path) -> None:
+    from playwright.sync_api import expect
+
+    page.get_by_role("tab", name="Probing by layer").click()
+    expect(page.get_by_text("Best layer:")).to_be_visible()
+    shot(page, artifacts, "07-probing")
+
+
+def _download(page: Any, job_id: int, tmp_path: Path, artifacts: Path) -> Path:
+    from playwright.sync_api import expect
+
+    page.get_by_role("tab", name="Export").click()
+    page.get_by_label("Run to export").click()
+    page.get_by_role("option", name=re.compile(rf"^#{job_id} ")).click()
+    button = page.get_by_role("button", name="Download adapter")
+    expect(button).to_be_enabled()
+    with page.expect_download() as download:
+        button.click()
+    target = tmp_path / download.value.suggested_filename
+    download.value.save_as(target)
+    assert target.name == f"job-{job_id}.zip"
+    page.get_by_role("button", name="Build merged model").click()
+    expect(page.get_by_role("button", name="Download merged model")).to_be_enabled(timeout=JOB_TIMEOUT_MS)
+    expect(page.get_by_text(f"job-{job_id}-merged.zip")).to_be_visible()
+    shot(page, artifacts, "08-export")
+    return target

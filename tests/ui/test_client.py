@@ -1,0 +1,194 @@
+"""The public API from a script: gradio_client against the real server and real jobs."""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.ui.conftest import Server, start_server, stop_server, wait_finished
+
+QUICK = {"epochs": 1, "max_length": 32, "batch_size": 16}
+PUBLIC = ("/upload_dataset", "/launch", "/jobs", "/job", "/cancel", "/compare", "/export")
+
+
+@pytest.fixture(scope="module")
+def two_runs(client: Any, tiny_csv: Path) -> dict[str, Any]:
+    """A CSV uploaded, then a LoRA and a probing run launched and finished, all via the API."""
+    from gradio_client import handle_file
+
+    dataset = client.predict(file=handle_file(str(tiny_csv)), api_name="/upload_dataset")
+    lora = client.predict(
+        dataset_id=dataset["id"], method="LoRA", method_settings={"rank": 4}, api_name="/launch", **QUICK
+    )
+    probe = client.predict(
+        dataset_id=dataset["id"],
+        method="probe",
+        api_name="/launch",
+        method_settings={"sweep_layers": True},
+        **QUICK,
+    )
+    rows = wait_finished(client, [lora["id"], probe["id"]])
+    return {"dataset": dataset, "lora": lora, "probe": probe, "rows": rows}
+
+
+def test_the_named_endpoints_are_public(client: Any) -> None:
+    named = client.view_api(print_info=False, return_format="dict")["named_endpoints"]
+    assert set(PUBLIC) <= set(named)
+    launch = {p["parameter_name"] for p in named["/launch"]["parameters"]}
+    assert {
+        "dataset_id",
+        "method",
+        "method_settings",
+        "epochs",
+        "lr",
+        "batch_size",
+        "max_length",
+        "quant",
+    } <= launch
+
+
+def test_upload_returns_the_detected_mapping(two_runs: dict[str, Any]) -> None:
+    dataset = two_runs["dataset"]
+    assert dataset["rows"] == 80
+    assert dataset["mapping"] == {"text": "text", "text_pair": None, "label": "label"}
+    assert dataset["label_counts"] == {"neg": 40, "pos": 40}
+
+
+def test_launched_jobs_succeed_with_their_settings(client: Any, two_runs: dict[str, Any]) -> None:
+    lora, probe = two_runs["lora"], two_runs["probe"]
+    assert (lora["method"], probe["method"]) == ("lora", "probe")
+    for job in (lora, probe):
+        row = two_runs["rows"][job["id"]]
+        assert row["status"] == "succeeded", row["error"]
+        assert row["accuracy"] is not None
+    detail = client.predict(job_id=lora["id"], api_name="/job")
+    assert detail["config"]["method_config"] == {"rank": 4}
+    assert (detail["config"]["epochs"], detail["config"]["max_length"]) == (1, 32)
+    assert detail["series"]["train_loss"], "a finished run has a loss curve"
+    assert client.predict(job_id=probe["id"], api_name="/job")["layer_accuracy"]
+
+
+def test_compare_returns_both_runs(client: Any, two_runs: dict[str, Any]) -> None:
+    ids = [two_runs["lora"]["id"], two_runs["probe"]["id"]]
+    result = client.predict(job_ids=ids, api_name="/compare")
+    assert [row["id"] for row in result["table"]] == ids
+    assert all(row["trainable_params"] > 0 and row["accuracy"] is not None for row in result["table"])
+    assert set(result["per_class_f1"]) == {str(i) for i in ids}
+    assert {d["field"] for d in result["config_diff"]} >= {"method", "method_config.rank"}
+    assert result["confusion"][str(ids[0])]["labels"] == ["neg", "pos"]
+
+
+def test_export_is_a_zip_that_plain_peft_loads_and_predicts_with(
+    client: Any, two_runs: dict[str, Any], tmp_path: Path
+) -> None:
+    import torch
+
+    zip_path = client.predict(job_id=two_runs["lora"]["id"], api_name="/export")
+    with zipfile.ZipFile(zip_path) as zf:
+        zf.extractall(tmp_path)
+    assert {"adapter_config.json", "adapter_model.safetensors", "labels.json", "README.md"} <= {
+        p.name for p in tmp_path.iterdir()
+    }
+    assert "PeftModel.from_pretrained" in (tmp_path / "README.md").read_text()
+    probs, labels = _predict_with_plain_peft(tmp_path)
+    check = json.loads((tmp_path / "check_predictions.json").read_text())
+    assert labels == ["neg", "pos"]
+    assert abs(probs - torch.tensor(check["probs"])).max() < 1e-4
+
+
+def _predict_with_plain_peft(folder: Path) -> tuple[Any, list[str]]:
+    """What a user's script does with the zip: transformers + peft, nothing from this project."""
+    import torch
+    from peft import PeftModel
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    manifest = json.loads((folder / "workbench.json").read_text())
+    id2label = {int(k): v for k, v in json.loads((folder / "labels.json").read_text())["id2label"].items()}
+    base = AutoModelForSequenceClassification.from_pretrained(
+        manifest["base_model_path"], num_labels=len(id2label), id2label=id2label
+    )
+    model = PeftModel.from_pretrained(base, str(folder)).eval()
+    tokenizer = AutoTokenizer.from_pretrained(str(folder))
+    texts = json.loads((folder / "check_predictions.json").read_text())["texts"]
+    enc = tokenizer(
+        texts, truncation=True, max_length=manifest["max_length"], padding=True, return_tensors="pt"
+    )
+    with torch.no_grad():
+        probs = torch.softmax(model(**enc).logits, -1)
+    return probs, [id2label[i] for i in sorted(id2label)]
+
+
+def test_a_lora_run_merges_into_a_plain_transformers_model(
+    client: Any, two_runs: dict[str, Any], tmp_path: Path
+) -> None:
+    import torch
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    from backend.merge import merge_lora
+
+    detail = client.predict(job_id=two_runs["lora"]["id"], api_name="/job")
+    zip_path = merge_lora(detail["artifact_dir"], tmp_path / "merged.zip")
+    with zipfile.ZipFile(zip_path) as zf:
+        zf.extractall(tmp_path / "merged")
+    model = AutoModelForSequenceClassification.from_pretrained(str(tmp_path / "merged")).eval()
+    tokenizer = AutoTokenizer.from_pretrained(str(tmp_path / "merged"))
+    check = json.loads((Path(detail["artifact_dir"]) / "check_predictions.json").read_text())
+    enc = tokenizer(check["texts"], truncation=True, max_length=32, padding=True, return_tensors="pt")
+    with torch.no_grad():
+        probs = torch.softmax(model(**enc).logits, -1)
+    assert abs(probs - torch.tensor(check["probs"])).max() < 1e-3
+    assert model.config.id2label == {0: "neg", 1: "pos"}
+    assert not any("lora" in name for name, _ in model.named_parameters())
+
+
+def test_errors_come_back_as_messages(client: Any, two_runs: dict[str, Any]) -> None:
+    from gradio_client.exceptions import AppError
+
+    dataset_id = two_runs["dataset"]["id"]
+    with pytest.raises(AppError, match="unknown method 'nope'"):
+        client.predict(dataset_id=dataset_id, method="nope", api_name="/launch")
+    with pytest.raises(AppError, match="no dataset 9999"):
+        client.predict(dataset_id=9999, method="lora", api_name="/launch")
+    with pytest.raises(AppError, match="LoRA rank must be between"):
+        client.predict(dataset_id=dataset_id, method="lora", method_settings={"rank": 0}, api_name="/launch")
+    with pytest.raises(AppError, match="only succeeded jobs"):
+        client.predict(job_id=_queued_then_cancelled(client, dataset_id), api_name="/export")
+
+
+def _queued_then_cancelled(client: Any, dataset_id: int) -> int:
+    job = client.predict(dataset_id=dataset_id, method="lora", api_name="/launch", **QUICK)
+    cancelled = client.predict(job_id=job["id"], api_name="/cancel")
+    assert cancelled["id"] == job["id"]
+    wait_finished(client, [job["id"]])
+    return job["id"]
+
+
+def test_a_restarted_app_shows_the_same_jobs(
+    server: Server, client: Any, two_runs: dict[str, Any], tmp_path: Path
+) -> None:
+    """Every view is read from the database: a second app on the same data sees the same runs."""
+    from gradio_client import Client
+
+    before = {j["id"]: (j["status"], j["accuracy"]) for j in client.predict(api_name="/jobs")}
+    second = start_server(tmp_path, "--no-supervisor", data_dir=server.settings.data_dir)
+    try:
+        after = Client(second.url, verbose=False).predict(api_name="/jobs")
+    finally:
+        stop_server(second, kill_jobs=False)  # the first server's workers are not its to kill
+    assert {j["id"]: (j["status"], j["accuracy"]) for j in after} == before
+
+
+def test_with_auth_the_api_needs_the_password(tmp_path: Path) -> None:
+    from gradio_client import Client
+
+    locked = start_server(tmp_path, "--auth", "ann:s3cret", "--no-supervisor")
+    try:
+        with pytest.raises(Exception, match="credentials"):
+            Client(locked.url, verbose=False)
+        assert Client(locked.url, auth=("ann", "s3cret"), verbose=False).predict(api_name="/jobs") == []
+    finally:
+        stop_server(locked, kill_jobs=False)

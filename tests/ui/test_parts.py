@@ -1,0 +1,233 @@
+"""The UI's pure parts, without a server: generated forms, chart frames, tables, serving rules."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import gradio as gr
+import pytest
+
+from backend.api import Workbench
+from backend.errors import ConfigError
+from backend.settings import PROJECT_ROOT, Settings
+from ui import charts, tables
+from ui.forms import build_method_forms, coerce, control_for
+from ui.server import check_exposure, is_loopback, parse_auth
+
+
+@pytest.fixture(scope="module")
+def methods(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
+    data = tmp_path_factory.mktemp("parts")
+    settings = Settings(
+        data_dir=data,
+        models_cache=Settings.from_env().models_cache,
+        db_url=f"sqlite:///{data / 'workbench.db'}",
+    )
+    return Workbench(settings).list_methods()
+
+
+def test_every_field_gets_the_control_its_metadata_asks_for(methods: list[dict[str, Any]]) -> None:
+    with gr.Blocks():
+        for method in methods:
+            for spec in method["fields"]:
+                control = control_for(spec)
+                assert control.label == spec["label"]
+                if spec["choices"]:
+                    assert isinstance(control, gr.Radio | gr.Dropdown)
+                elif spec["type"] == "bool":
+                    assert isinstance(control, gr.Checkbox)
+                elif spec["type"] in ("int", "float"):
+                    assert isinstance(control, gr.Slider)
+                    assert (control.minimum, control.maximum) == (spec["min"], spec["max"])
+                else:
+                    assert isinstance(control, gr.Textbox)
+
+
+def test_forms_round_trip_each_methods_defaults(methods: list[dict[str, Any]]) -> None:
+    with gr.Blocks():
+        forms = build_method_forms(methods, "lora")
+    values = [c.component.value for c in forms.controls]
+    for method in methods:
+        expected = {f["name"]: f["default"] for f in method["fields"]}
+        assert forms.method_config(method["key"], values) == expected
+    labels = {c.component.label for c in forms.controls}
+    assert {"LoRA rank", "Prompt length", "Bottleneck size"} <= labels
+    assert [g.visible for g in forms.groups.values()] == [
+        True if m["key"] == "lora" else "hidden" for m in methods
+    ]
+
+
+def test_coerce_turns_slider_floats_into_the_fields_type() -> None:
+    assert coerce("int", 16.0) == 16 and isinstance(coerce("int", 16.0), int)
+    assert coerce("float", 1) == 1.0
+    assert coerce("bool", 1) is True
+    assert coerce("str", None) == ""
+
+
+def test_layers_sort_embeddings_first_and_the_best_is_marked() -> None:
+    layers = [
+        {"layer": i, "accuracy": a, "macro_f1": a} for i, a in enumerate([0.6, 0.7, 0.9, 0.8] + [0.5] * 8)
+    ]
+    frame, names, best = charts.layer_accuracy(layers)
+    assert names == sorted(names), "the plot orders its x labels as text"
+    assert names[0].strip() == "0 embeddings" and names[-1] == "11"
+    assert best is not None and best["layer"] == 2
+    assert list(frame["marker"]).count(charts.BEST) == 1
+
+
+COMPARE = {
+    "table": [
+        {
+            "id": 3,
+            "name": "lora r=8 · tiny",
+            "method": "lora",
+            "knobs": "r=8",
+            "accuracy": 0.9,
+            "macro_f1": 0.89,
+            "trainable_params": 74498,
+            "trainable_percent": 0.327,
+            "train_seconds": 75,
+            "peak_rss_mb": 800.4,
+            "adapter_bytes": 300_000,
+            "quant": "none",
+            "status": "succeeded",
+        },
+        {
+            "id": 4,
+            "name": "probe · tiny",
+            "method": "probe",
+            "knobs": "layer=-1",
+            "accuracy": 0.8,
+            "macro_f1": 0.8,
+            "trainable_params": 770,
+            "trainable_percent": 0.003,
+            "train_seconds": 3,
+            "peak_rss_mb": 600.0,
+            "adapter_bytes": 3224,
+            "quant": "none",
+            "status": "succeeded",
+        },
+    ],
+    "series": {
+        "3": {"train_loss": [[1, 0.7], [2, 0.5]], "eval_accuracy": [[1, 0.9]]},
+        "4": {"train_loss": [], "eval_accuracy": [[1, 0.8]]},
+    },
+    "config_diff": [
+        {"field": "method", "values": {"3": "lora", "4": "probe"}},
+        {"field": "method_config.rank", "values": {"3": 8, "4": None}},
+    ],
+    "per_class_f1": {"3": {"neg": 0.9, "pos": 0.88}, "4": {"neg": 0.8, "pos": 0.8}},
+    "confusion": {"3": {"labels": ["neg", "pos"], "matrix": [[9, 1], [1, 9]]}, "4": None},
+}
+
+
+def test_compare_frames_have_one_series_per_run() -> None:
+    assert set(charts.compare_loss(COMPARE)["run"]) == {"#3 lora r=8 · tiny"}
+    assert set(charts.compare_eval(COMPARE)["run"]) == {"#3 lora r=8 · tiny", "#4 probe · tiny"}
+    scatter = charts.accuracy_vs_params(COMPARE)
+    assert list(scatter["log10_params"].round(2)) == [4.87, 2.89]
+    f1, order = charts.per_class_f1(COMPARE)
+    assert order == ["neg · #3", "neg · #4", "pos · #3", "pos · #4"]
+    assert len(set(f1["bar"])) == len(f1), "one bar per x value: shared x values would stack"
+
+
+def test_compare_table_formats_for_people() -> None:
+    row = tables.compare_table(COMPARE).iloc[0].to_dict()
+    assert row["Trainable params"] == "74,498" and row["Trainable %"] == "0.33%"
+    assert row["Train time"] == "1m 15s" and row["Adapter size"] == "293.0 KB"
+    diff = tables.config_diff(COMPARE)
+    assert list(diff.columns) == ["Setting", "#3 lora r=8 · tiny", "#4 probe · tiny"]
+    assert diff.iloc[1].tolist() == ["method_config.rank", "8", "–"]
+    html = tables.confusion_html(COMPARE)
+    assert html.count("<table>") == 1 and "#3 lora r=8 · tiny" in html
+
+
+def test_html_tables_escape_cells_and_mark_the_selected_row() -> None:
+    frame = tables.runs_table(
+        [
+            {
+                "id": 7,
+                "name": "<b>x</b>",
+                "method": "lora",
+                "knobs": "r=8",
+                "status": "queued",
+                "progress": 0.0,
+                "eta_seconds": None,
+                "accuracy": None,
+            }
+        ]
+    )
+    page = tables.to_html(frame, caption="Jobs", keys=[7], selected=7)
+    assert "&lt;b&gt;x&lt;/b&gt;" in page and "<b>x</b>" not in page
+    assert '<tr data-key="7" class="wb-selected" aria-selected="true">' in page
+    assert "No jobs" in tables.to_html(frame.iloc[:0], empty="No jobs yet.")
+
+
+def test_runs_table_shows_eta_only_while_running() -> None:
+    jobs = [
+        {
+            "id": 1,
+            "name": "a",
+            "method": "lora",
+            "knobs": "r=8",
+            "status": "running",
+            "progress": 0.456,
+            "eta_seconds": 3700,
+            "accuracy": None,
+        },
+        {
+            "id": 2,
+            "name": "b",
+            "method": "probe",
+            "knobs": "",
+            "status": "succeeded",
+            "progress": 1.0,
+            "eta_seconds": 0,
+            "accuracy": 0.91234,
+        },
+    ]
+    frame = tables.runs_table(jobs)
+    assert frame["Progress"].tolist() == ["46%", "100%"]
+    assert frame["ETA"].tolist() == ["1h 01m", ""]
+    assert frame["Accuracy"].tolist() == ["–", "0.912"]
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "localhost", "::1", "127.0.0.2"])
+def test_loopback_hosts_need_no_password(host: str) -> None:
+    assert is_loopback(host)
+    check_exposure(host, None)
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "192.168.1.5", "my-server.example.org"])
+def test_other_hosts_are_refused_without_auth(host: str) -> None:
+    with pytest.raises(ConfigError, match="--auth user:password"):
+        check_exposure(host, None)
+    check_exposure(host, ("ann", "secret"))
+
+
+def test_auth_is_user_colon_password() -> None:
+    assert parse_auth("ann:s3:cret") == ("ann", "s3:cret")
+    assert parse_auth("") is None
+    for bad in ("ann", ":secret", "ann:"):
+        with pytest.raises(ConfigError, match="user:password"):
+            parse_auth(bad)
+
+
+def test_the_server_refuses_a_public_host_without_auth(tmp_path: Path) -> None:
+    env = {**os.environ, "WORKBENCH_DATA_DIR": str(tmp_path)}
+    env.pop("WORKBENCH_AUTH", None)
+    done = subprocess.run(
+        [sys.executable, "-m", "ui.server", "--host", "0.0.0.0", "--port", "1"],
+        cwd=PROJECT_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert "refusing to serve on 0.0.0.0 without a password" in done.stderr
+    assert "Traceback" not in done.stderr

@@ -1,0 +1,87 @@
+"""``build(api) -> gr.Blocks``: the tabs, the cross-tab wiring and the public API endpoints.
+
+Everything shown is read from the Workbench (the database) when the page loads or a
+timer ticks, so a reload or an app restart shows the same state; per-browser choices
+(the selected dataset, job, compared runs) live in ``gr.State``. Nothing here starts
+processes or touches torch: that is the supervisor's and the workers' business.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gradio as gr
+
+from backend.api import Workbench
+from ui import endpoints as api_endpoints
+from ui.endpoints import Endpoints
+from ui.tabs.compare import build_compare_tab
+from ui.tabs.data import build_data_tab
+from ui.tabs.export import build_export_tab
+from ui.tabs.probing import build_probing_tab
+from ui.tabs.runs import build_runs_tab
+from ui.tabs.train import build_train_tab
+
+TITLE = "Adaptation workbench"
+INTRO = (
+    "Adapt a pretrained language model to your labelled texts: **Data** → **Train** → watch "
+    "**Runs** → **Compare** methods → **Export**. Training runs in the background; you can "
+    "close this page and come back."
+)
+
+# Passed to launch() (Gradio 6 takes app-level CSS there, not in Blocks()).
+CSS = """
+.wb-confusions { display: flex; flex-wrap: wrap; gap: 1.5rem; }
+.wb-confusion-title { font-weight: 600; margin-bottom: 0.3rem; }
+.wb-confusion table { border-collapse: collapse; font-variant-numeric: tabular-nums; }
+.wb-confusion th, .wb-confusion td { border: 1px solid var(--border-color-primary);
+  padding: 0.25rem 0.6rem; text-align: center; }
+#trainable-params { font-size: var(--text-lg); }
+.wb-caption { font-size: var(--block-label-text-size); color: var(--block-label-text-color);
+  margin: 0.25rem 0 0.4rem; }
+.wb-table { overflow-x: auto; border: 1px solid var(--border-color-primary);
+  border-radius: var(--radius-md); }
+.wb-table table { width: 100%; border-collapse: collapse; margin: 0; border: 0; font-size: var(--text-md); }
+.wb-table th { text-align: left; font-weight: 600; background: var(--background-fill-secondary); }
+.wb-table th, .wb-table td { padding: 0.45rem 0.7rem; border: 0;
+  border-bottom: 1px solid var(--border-color-primary); }
+.wb-table tr { border: 0; }
+.wb-table tbody tr:last-child td { border-bottom: none; }
+#runs-table tbody tr[data-key] { cursor: pointer; }
+#runs-table tbody tr[data-key]:hover { background: var(--background-fill-secondary); }
+.wb-table tbody tr.wb-selected td { background: var(--color-accent-soft); }
+"""
+
+
+def build(api: Workbench) -> gr.Blocks:
+    """The whole app for one Workbench (one data folder and database)."""
+    endpoints = Endpoints(api)
+    with gr.Blocks(title=TITLE) as demo:
+        # First, so the public names (/launch, /jobs, ...) are taken before any private
+        # UI event named after a same-named handler would get them.
+        api_endpoints.register(endpoints)
+        gr.Markdown(f"# {TITLE}\n{INTRO}")
+        with gr.Tabs():
+            with gr.Tab("Data"):
+                data = build_data_tab(endpoints, demo)
+            with gr.Tab("Train"):
+                train = build_train_tab(endpoints, demo, data.selected, data.eval_selected)
+            with gr.Tab("Runs"):
+                runs = build_runs_tab(endpoints, demo)
+            with gr.Tab("Probing by layer") as probing_tab:
+                build_probing_tab(endpoints, probing_tab)
+            with gr.Tab("Compare") as compare_tab:
+                build_compare_tab(endpoints, compare_tab)
+            with gr.Tab("Export") as export_tab:
+                build_export_tab(endpoints, export_tab)
+        _wire_across_tabs(train.launched, runs.selected)
+    return demo
+
+
+def _wire_across_tabs(launched: gr.State, selected_job: gr.State) -> None:
+    """A job queued on the Train tab becomes the selected job on the Runs tab."""
+
+    def follow(job_id: Any) -> Any:
+        return job_id if job_id is not None else gr.skip()
+
+    launched.change(follow, [launched], [selected_job], api_visibility="private")

@@ -1,0 +1,145 @@
+"""Long-format pandas DataFrames for Gradio's native plots (LinePlot, BarPlot, ScatterPlot).
+
+Pure functions of the API's dicts: no Gradio, no I/O, so they are easy to test. Every
+function returns a frame with its columns even when there is nothing to draw, because
+a plot needs its x/y columns to exist.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pandas as pd
+
+BEST, OTHER = "best layer", "other layers"
+
+
+def run_label(job_id: int | str, name: str | None) -> str:
+    """How a run is named in legends: "#3 lora r=8 · tiny"."""
+    return f"#{job_id} {name}" if name else f"#{job_id}"
+
+
+def label_distribution(preview: dict[str, Any]) -> pd.DataFrame:
+    """Rows per label."""
+    counts = preview.get("label_counts") or {}
+    return pd.DataFrame({"label": [str(k) for k in counts], "rows": list(counts.values())})
+
+
+def token_histogram(preview: dict[str, Any]) -> pd.DataFrame:
+    """Rows per token-length bin; ``tokens`` is a bin's range as text ("8–9")."""
+    bins = preview.get("token_histogram") or []
+    labels = [f"{b['start']}" if b["end"] - b["start"] == 1 else f"{b['start']}–{b['end'] - 1}" for b in bins]
+    return pd.DataFrame({"tokens": labels, "rows": [b["count"] for b in bins]})
+
+
+def loss_curve(series: dict[str, Any]) -> pd.DataFrame:
+    """Training loss by step."""
+    points = series.get("train_loss") or []
+    return pd.DataFrame({"step": [p[0] for p in points], "loss": [p[1] for p in points]})
+
+
+EPOCH_METRICS = {"eval_accuracy": "accuracy", "eval_macro_f1": "macro-F1"}
+
+
+def epoch_curves(series: dict[str, Any]) -> pd.DataFrame:
+    """Evaluation accuracy and macro-F1 by epoch, one ``metric`` per line."""
+    rows = [
+        {"epoch": p[0], "value": p[1], "metric": label}
+        for key, label in EPOCH_METRICS.items()
+        for p in series.get(key) or []
+    ]
+    return pd.DataFrame(rows, columns=["epoch", "value", "metric"])
+
+
+def layer_accuracy(layers: list[dict[str, Any]]) -> tuple[pd.DataFrame, list[str], dict[str, Any] | None]:
+    """Accuracy per probed layer, the x order (embeddings first) and the best layer."""
+    frame = pd.DataFrame(columns=["layer", "accuracy", "macro_f1", "marker"])
+    if not layers:
+        return frame, [], None
+    ordered = sorted(layers, key=lambda r: r["layer"])
+    best = max(ordered, key=lambda r: (r["accuracy"], r.get("macro_f1") or 0.0))
+    width = len(str(ordered[-1]["layer"]))
+    names = [layer_name(r["layer"], width) for r in ordered]
+    frame = pd.DataFrame(
+        {
+            "layer": names,
+            "accuracy": [r["accuracy"] for r in ordered],
+            "macro_f1": [r.get("macro_f1") for r in ordered],
+            "marker": [BEST if r is best else OTHER for r in ordered],
+        }
+    )
+    return frame, names, best
+
+
+def layer_name(layer: int, width: int = 1) -> str:
+    """0 is the embedding output, 1..L the transformer layers.
+
+    Right-aligned to ``width`` digits: the bar plot orders its x labels as text (a
+    list-valued ``sort`` breaks Gradio's plot), and " 9" sorts before "10".
+    """
+    return f"{layer:>{width}}" + (" embeddings" if layer == 0 else "")
+
+
+def _runs(compare: dict[str, Any]) -> dict[str, str]:
+    """Job id (as the series dict keys it) -> legend label."""
+    return {str(row["id"]): run_label(row["id"], row["name"]) for row in compare.get("table", [])}
+
+
+def compare_loss(compare: dict[str, Any]) -> pd.DataFrame:
+    """Every run's training loss by step, one ``run`` per line."""
+    runs = _runs(compare)
+    rows = [
+        {"step": p[0], "loss": p[1], "run": runs.get(str(job_id), f"#{job_id}")}
+        for job_id, series in (compare.get("series") or {}).items()
+        for p in series.get("train_loss") or []
+    ]
+    return pd.DataFrame(rows, columns=["step", "loss", "run"])
+
+
+def compare_eval(compare: dict[str, Any]) -> pd.DataFrame:
+    """Every run's evaluation accuracy by epoch, one ``run`` per line."""
+    runs = _runs(compare)
+    rows = [
+        {"epoch": p[0], "accuracy": p[1], "run": runs.get(str(job_id), f"#{job_id}")}
+        for job_id, series in (compare.get("series") or {}).items()
+        for p in series.get("eval_accuracy") or []
+    ]
+    return pd.DataFrame(rows, columns=["epoch", "accuracy", "run"])
+
+
+def accuracy_vs_params(compare: dict[str, Any]) -> pd.DataFrame:
+    """Accuracy against log10(trainable parameters): the native plots have no log axis."""
+    rows = [
+        {
+            "log10_params": math.log10(row["trainable_params"]),
+            "accuracy": row["accuracy"],
+            "run": run_label(row["id"], row["name"]),
+            "trainable": f"{row['trainable_params']:,}",
+        }
+        for row in compare.get("table", [])
+        if row.get("trainable_params") and row.get("accuracy") is not None
+    ]
+    return pd.DataFrame(rows, columns=["log10_params", "accuracy", "run", "trainable"])
+
+
+def per_class_f1(compare: dict[str, Any]) -> tuple[pd.DataFrame, list[str]]:
+    """F1 per class per run, and the x order.
+
+    Gradio's bar plot stacks bars that share an x value, so each bar gets its own
+    x ("pos · #3"), ordered class by class: the runs of one class stand side by side.
+    """
+    runs = _runs(compare)
+    rows = [
+        {
+            "class": str(label),
+            "f1": f1,
+            "run": runs.get(str(job_id), f"#{job_id}"),
+            "bar": f"{label} · #{job_id}",
+        }
+        for job_id, scores in (compare.get("per_class_f1") or {}).items()
+        for label, f1 in (scores or {}).items()
+    ]
+    frame = pd.DataFrame(rows, columns=["class", "f1", "run", "bar"])
+    order = list(frame.sort_values("class", kind="stable")["bar"]) if rows else []
+    return frame, order

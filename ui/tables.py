@@ -1,0 +1,198 @@
+"""Tables for people: job lists, the comparison table, config diffs, confusion matrices.
+
+Pure functions of the API's dicts. Numbers are formatted here (percentages, sizes,
+durations) so every tab shows them the same way.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+import pandas as pd
+
+from ui.charts import run_label
+
+RUN_COLUMNS = ["ID", "Name", "Method", "Settings", "Status", "Progress", "ETA", "Accuracy"]
+COMPARE_COLUMNS = [
+    "Run",
+    "Method",
+    "Settings",
+    "Accuracy",
+    "Macro-F1",
+    "Trainable params",
+    "Trainable %",
+    "Train time",
+    "Peak memory",
+    "Adapter size",
+    "Quantization",
+    "Status",
+]
+
+
+def number(value: float | None, digits: int = 3) -> str:
+    return "–" if value is None else f"{value:.{digits}f}"
+
+
+def duration(seconds: float | None) -> str:
+    """``75`` -> "1m 15s"; None -> "–"."""
+    if seconds is None:
+        return "–"
+    seconds = round(seconds)
+    if seconds < 60:
+        return f"{seconds}s"
+    minutes, seconds = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes}m {seconds:02d}s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h {minutes:02d}m"
+
+
+def size(n_bytes: float | None) -> str:
+    """Bytes in B/KB/MB/GB (powers of 1024)."""
+    if n_bytes is None:
+        return "–"
+    value = float(n_bytes)
+    for unit in ("B", "KB", "MB"):
+        if value < 1024:
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value:.2f} GB"
+
+
+def progress(job: dict[str, Any]) -> str:
+    """Progress as a whole percentage ("100%" once succeeded)."""
+    return f"{100 * (job.get('progress') or 0.0):.0f}%"
+
+
+def eta(job: dict[str, Any]) -> str:
+    """Time left for a running job; blank otherwise."""
+    return duration(job.get("eta_seconds")) if job.get("status") == "running" else ""
+
+
+def runs_table(jobs: list[dict[str, Any]]) -> pd.DataFrame:
+    """The Runs tab's job list."""
+    rows = [
+        [
+            j["id"],
+            j["name"],
+            j["method"],
+            j.get("knobs") or "",
+            j["status"],
+            progress(j),
+            eta(j),
+            number(j.get("accuracy")),
+        ]
+        for j in jobs
+    ]
+    return pd.DataFrame(rows, columns=RUN_COLUMNS)
+
+
+def compare_table(compare: dict[str, Any]) -> pd.DataFrame:
+    """The side-by-side comparison table, one row per run."""
+    rows = []
+    for r in compare.get("table", []):
+        trainable = r.get("trainable_params")
+        percent = r.get("trainable_percent")
+        peak = r.get("peak_rss_mb")
+        rows.append(
+            [
+                run_label(r["id"], r["name"]),
+                r["method"],
+                r.get("knobs") or "",
+                number(r.get("accuracy")),
+                number(r.get("macro_f1")),
+                "–" if trainable is None else f"{trainable:,}",
+                "–" if percent is None else f"{percent:.2f}%",
+                duration(r.get("train_seconds")),
+                "–" if peak is None else f"{peak:,.0f} MB",
+                size(r.get("adapter_bytes")),
+                r.get("quant") or "none",
+                r.get("status") or "",
+            ]
+        )
+    return pd.DataFrame(rows, columns=COMPARE_COLUMNS)
+
+
+def config_diff(compare: dict[str, Any]) -> pd.DataFrame:
+    """Only the settings that differ: one row per field, one column per run."""
+    runs = {str(r["id"]): run_label(r["id"], r["name"]) for r in compare.get("table", [])}
+    columns = ["Setting", *runs.values()]
+    rows = []
+    for entry in compare.get("config_diff", []):
+        values = {str(k): v for k, v in entry["values"].items()}
+        rows.append([entry["field"], *("–" if values.get(i) is None else str(values[i]) for i in runs)])
+    return pd.DataFrame(rows, columns=columns)
+
+
+def predictions_table(results: list[dict[str, Any]]) -> pd.DataFrame:
+    """Try it: each run's predicted label and confidence for the one text."""
+    rows = [
+        [
+            run_label(r["id"], r["name"]),
+            r["predictions"][0]["label"],
+            f"{100 * r['predictions'][0]['probability']:.1f}%",
+        ]
+        for r in results
+        if r.get("predictions")
+    ]
+    return pd.DataFrame(rows, columns=["Run", "Prediction", "Confidence"])
+
+
+def _matrix_html(title: str, labels: list[str], matrix: list[list[int]]) -> str:
+    """One confusion matrix as a small HTML table, cells shaded by their row share."""
+    head = "".join(f"<th>{html.escape(str(label))}</th>" for label in labels)
+    body = []
+    for label, row in zip(labels, matrix, strict=True):
+        total = sum(row) or 1
+        cells = "".join(
+            f'<td style="background: rgba(59,130,246,{0.08 + 0.72 * n / total:.2f})">{n}</td>' for n in row
+        )
+        body.append(f"<tr><th>{html.escape(str(label))}</th>{cells}</tr>")
+    return (
+        f'<div class="wb-confusion"><div class="wb-confusion-title">{html.escape(title)}</div>'
+        f"<table><tr><th>true ↓ · predicted →</th>{head}</tr>{''.join(body)}</table></div>"
+    )
+
+
+def confusion_html(compare: dict[str, Any]) -> str:
+    """Every run's confusion matrix, side by side (rows: true label, columns: predicted)."""
+    runs = {str(r["id"]): run_label(r["id"], r["name"]) for r in compare.get("table", [])}
+    parts = [
+        _matrix_html(runs.get(str(job_id), f"#{job_id}"), cm["labels"], cm["matrix"])
+        for job_id, cm in (compare.get("confusion") or {}).items()
+        if cm
+    ]
+    if not parts:
+        return "<p>No confusion matrices yet: only finished runs have one.</p>"
+    return f'<div class="wb-confusions">{"".join(parts)}</div>'
+
+
+def to_html(
+    frame: pd.DataFrame,
+    *,
+    caption: str = "",
+    keys: list[Any] | None = None,
+    selected: Any = None,
+    empty: str = "Nothing yet.",
+) -> str:
+    """``frame`` as a plain HTML table (every cell escaped).
+
+    Used instead of ``gr.Dataframe``, whose virtual scrolling keeps the height it had
+    when first shown: rows added later (new jobs, more compared runs) end up hidden
+    below a scroll bar. ``keys`` tags each row (``data-key``) so a click can select it;
+    the row whose key is ``selected`` is highlighted.
+    """
+    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in frame.columns)
+    rows = []
+    for i, values in enumerate(frame.itertuples(index=False)):
+        key = keys[i] if keys is not None else None
+        attrs = "" if key is None else f' data-key="{html.escape(str(key))}"'
+        if key is not None and key == selected:
+            attrs += ' class="wb-selected" aria-selected="true"'
+        cells = "".join(f"<td>{html.escape('' if v is None else str(v))}</td>" for v in values)
+        rows.append(f"<tr{attrs}>{cells}</tr>")
+    title = f'<div class="wb-caption">{html.escape(caption)}</div>' if caption else ""
+    body = "".join(rows) or f'<tr><td colspan="{max(1, len(frame.columns))}">{html.escape(empty)}</td></tr>'
+    table = f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    return f'{title}<div class="wb-table">{table}</div>'

@@ -1,0 +1,1 @@
+"""One module per tab; each exposes ``build_<name>_tab(endpoints, ...)``."""

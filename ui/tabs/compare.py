@@ -1,0 +1,143 @@
+"""Compare tab: finished runs side by side (table, curves, F1, confusion, config diff) and "Try it"."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gradio as gr
+
+from backend.errors import ConfigError
+from ui import charts, tables
+from ui.endpoints import Endpoints
+from ui.feedback import problem
+
+
+def finished_choices(endpoints: Endpoints) -> list[tuple[str, int]]:
+    """Succeeded runs (the ones with metrics and a model), newest first."""
+    return [
+        (charts.run_label(j["id"], j["name"]), j["id"])
+        for j in endpoints.jobs()
+        if j["status"] == "succeeded"
+    ]
+
+
+class _Handlers:
+    """Event handlers; each returns values for its outputs and shows problems inline."""
+
+    def __init__(self, endpoints: Endpoints) -> None:
+        self.endpoints = endpoints
+
+    def reload(self, ticked: list[int] | None) -> Any:
+        choices = finished_choices(self.endpoints)
+        ids = {c[1] for c in choices}
+        return gr.update(choices=choices, value=[i for i in ticked or [] if i in ids])
+
+    def compare(self, ticked: list[int] | None) -> tuple[Any, ...]:
+        """Everything the tab shows for the ticked runs; the selection goes to per-browser state."""
+        try:
+            result = self.endpoints.compare(list(ticked or []))
+        except Exception as exc:  # noqa: BLE001
+            return (gr.skip(), problem(exc, "comparing runs"), *(gr.skip(),) * 7)
+        f1, _ = charts.per_class_f1(result)
+        return (
+            list(ticked or []),
+            "",
+            tables.to_html(tables.compare_table(result), caption="Side by side"),
+            charts.compare_loss(result),
+            charts.compare_eval(result),
+            charts.accuracy_vs_params(result),
+            f1,
+            tables.confusion_html(result),
+            tables.to_html(
+                tables.config_diff(result),
+                caption="Config differences (only the settings that differ)",
+                empty="The runs' settings are identical.",
+            ),
+        )
+
+    def predict(self, selection: list[int] | None, text: str, pair: str) -> tuple[Any, str]:
+        """Every compared run's prediction for one text."""
+        try:
+            if not selection:
+                raise ConfigError("compare some runs first; their models answer here")
+            if not (text or "").strip():
+                raise ConfigError("type a text to classify")
+            pairs = [pair] if (pair or "").strip() else None
+            results = self.endpoints.api.predict(list(selection), [text], pairs)
+        except Exception as exc:  # noqa: BLE001
+            return gr.skip(), problem(exc, "predicting")
+        return tables.to_html(tables.predictions_table(results), caption="Predictions"), ""
+
+
+def _plots() -> list[Any]:
+    """Loss, accuracy, accuracy-vs-size and per-class F1 charts (no fixed height: it would
+    cut off the legend)."""
+    with gr.Row():
+        loss = gr.LinePlot(x="step", y="loss", color="run", title="Training loss", label="Training loss")
+        evals = gr.LinePlot(
+            x="epoch",
+            y="accuracy",
+            color="run",
+            title="Evaluation accuracy per epoch",
+            label="Evaluation accuracy per epoch",
+            y_lim=[0, 1],
+        )
+    with gr.Row():
+        scatter = gr.ScatterPlot(
+            x="log10_params",
+            y="accuracy",
+            color="run",
+            y_lim=[0, 1],
+            title="Accuracy vs trainable parameters",
+            label="Accuracy vs trainable parameters",
+            x_title="log₁₀ trainable parameters",
+            tooltip=["trainable", "accuracy", "run"],
+        )
+        f1 = gr.BarPlot(
+            x="bar",
+            y="f1",
+            color="run",
+            title="Per-class F1",
+            label="Per-class F1",
+            x_title="class · run",
+            y_lim=[0, 1],
+            x_label_angle=-30,
+        )
+    return [loss, evals, scatter, f1]
+
+
+def _try_it() -> tuple[gr.Textbox, gr.Textbox, gr.Button, gr.HTML, gr.Markdown]:
+    gr.Markdown("### Try it\nOne text in; every compared run's prediction and confidence out.")
+    with gr.Row(equal_height=True):
+        text = gr.Textbox(label="Text to classify", scale=4)
+        pair = gr.Textbox(label="Second text (pair datasets only)", scale=2)
+        predict = gr.Button("Predict", variant="primary", scale=1)
+    return text, pair, predict, gr.HTML(elem_id="predictions"), gr.Markdown()
+
+
+def build_compare_tab(endpoints: Endpoints, tab: gr.Tab) -> None:
+    """Lay out the Compare tab and wire its events (call inside ``tab``)."""
+    h = _Handlers(endpoints)
+    selection = gr.State([])
+    with gr.Row(equal_height=True):
+        runs = gr.CheckboxGroup(
+            label="Finished runs", choices=[], scale=5, info="Tick the runs to put side by side."
+        )
+        with gr.Column(scale=1, min_width=160):
+            compare = gr.Button("Compare", variant="primary")
+            refresh = gr.Button("Refresh list", size="sm")
+    message = gr.Markdown()
+    table = gr.HTML(elem_id="compare-table")
+    plots = _plots()
+    gr.Markdown("**Confusion matrices** (rows: true label, columns: predicted)")
+    confusion = gr.HTML()
+    diff = gr.HTML(elem_id="config-diff")
+    text, pair, predict, predictions, predict_message = _try_it()
+
+    private: dict[str, Any] = {"api_visibility": "private"}
+    for trigger in (tab.select, refresh.click):
+        trigger(h.reload, [runs], [runs], **private)
+    outputs = [selection, message, table, *plots, confusion, diff]
+    compare.click(h.compare, [runs], outputs, **private)
+    for trigger in (predict.click, text.submit):
+        trigger(h.predict, [selection, text, pair], [predictions, predict_message], **private)

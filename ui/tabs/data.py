@@ -1,0 +1,200 @@
+"""Data tab: upload a table, see its first rows, fix the column mapping, look at labels and lengths."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import gradio as gr
+import pandas as pd
+
+from backend.errors import ConfigError
+from ui import charts, tables
+from ui.endpoints import Endpoints
+from ui.feedback import done, problem
+
+FILE_TYPES = [".csv", ".tsv", ".jsonl", ".json", ".parquet"]
+NO_PAIR = "(none)"
+
+
+@dataclass
+class DataTab:
+    """What other tabs need: the selected training and evaluation dataset ids (per browser)."""
+
+    selected: gr.State
+    eval_selected: gr.State
+    datasets: gr.Dropdown
+
+
+def dataset_choices(endpoints: Endpoints) -> list[tuple[str, int]]:
+    """Dropdown choices for registered datasets, newest first."""
+    return [(f"{d['name']} · {d['rows']} rows · #{d['id']}", d["id"]) for d in endpoints.datasets()]
+
+
+def _stats_line(preview: dict[str, Any]) -> str:
+    tokens, chars = preview.get("token_length") or {}, preview.get("char_length") or {}
+    parts = [f"**{preview['rows']} rows**", f"{len(preview.get('label_counts') or {})} labels"]
+    if preview.get("invalid_rows"):
+        parts.append(f"{preview['invalid_rows']} rows with a missing cell (dropped for training)")
+    if tokens:
+        parts.append(
+            f"tokens p50 {tokens['p50']} · p95 {tokens['p95']} · max {tokens['max']} "
+            "(choose Max length on the Train tab from these)"
+        )
+    elif chars:
+        parts.append(f"characters p50 {chars['p50']} · max {chars['max']}")
+    return " · ".join(parts)
+
+
+class _Handlers:
+    """The tab's event handlers; each returns values for its outputs, never raises."""
+
+    def __init__(self, endpoints: Endpoints) -> None:
+        self.endpoints = endpoints
+
+    def upload(self, path: str | None) -> tuple[Any, Any, str]:
+        """Register the uploaded file; select it. On a DataError: a message, nothing else."""
+        if not path:
+            return gr.skip(), gr.skip(), ""
+        try:
+            ds = self.endpoints.upload_dataset(path)
+        except Exception as exc:  # noqa: BLE001 - shown inline; problem() logs real bugs
+            return gr.skip(), gr.skip(), problem(exc, "reading the file")
+        choices = dataset_choices(self.endpoints)
+        message = done(f"Registered **{ds['name']}**: {ds['rows']} rows, columns {', '.join(ds['columns'])}.")
+        return gr.update(choices=choices, value=ds["id"]), ds["id"], message
+
+    def show(self, dataset_id: int | None) -> tuple[Any, ...]:
+        """Preview, mapping dropdowns, stats and charts of one dataset."""
+        if dataset_id is None:
+            return ("", gr.skip(), gr.skip(), gr.skip(), "", None, None)
+        try:
+            preview = self.endpoints.api.dataset_preview(int(dataset_id))
+        except Exception as exc:  # noqa: BLE001
+            return (None, gr.skip(), gr.skip(), gr.skip(), problem(exc, "reading the dataset"), None, None)
+        columns, mapping = preview["columns"], preview["mapping"]
+        return (
+            tables.to_html(pd.DataFrame(preview["preview"], columns=columns), caption="Preview (first rows)"),
+            gr.update(choices=columns, value=mapping["text"]),
+            gr.update(choices=[NO_PAIR, *columns], value=mapping["text_pair"] or NO_PAIR),
+            gr.update(choices=columns, value=mapping["label"]),
+            _stats_line(preview),
+            charts.label_distribution(preview),
+            charts.token_histogram(preview),
+        )
+
+    def remap(self, dataset_id: int | None, text: str, pair: str, label: str) -> tuple[Any, Any, str]:
+        """Register the selected file again with the chosen column mapping."""
+        try:
+            if dataset_id is None:
+                raise ConfigError("upload or pick a dataset first")
+            ds = self.endpoints.dataset(int(dataset_id))
+            new = self.endpoints.api.register_dataset(
+                ds["path"],
+                ds["name"],
+                text_column=text,
+                label_column=label,
+                text_pair_column=None if pair in (NO_PAIR, "", None) else pair,
+            )
+        except Exception as exc:  # noqa: BLE001
+            return gr.skip(), gr.skip(), problem(exc, "applying the column mapping")
+        message = done(f"Mapping saved as dataset #{new['id']}: text = {text}, label = {label}.")
+        return gr.update(choices=dataset_choices(self.endpoints), value=new["id"]), new["id"], message
+
+    def upload_eval(self, path: str | None, train_id: int | None) -> tuple[Any, str]:
+        """Register an evaluation file with the training data's column mapping."""
+        if not path:
+            return None, ""
+        try:
+            mapping = self.endpoints.dataset(int(train_id))["mapping"] if train_id else {}
+            ds = self.endpoints.upload_dataset(
+                path, None, mapping.get("text"), mapping.get("text_pair"), mapping.get("label")
+            )
+        except Exception as exc:  # noqa: BLE001
+            return gr.skip(), problem(exc, "reading the evaluation file")
+        return ds["id"], done(
+            f"Evaluation data **{ds['name']}** ({ds['rows']} rows) will be used instead of a held-out split."
+        )
+
+    def reload(self) -> Any:
+        """On page load: the datasets from the database, newest selected."""
+        choices = dataset_choices(self.endpoints)
+        return gr.update(choices=choices, value=choices[0][1] if choices else None)
+
+
+def _upload_row() -> tuple[gr.File, gr.Dropdown, gr.Markdown]:
+    with gr.Row(equal_height=True):
+        upload = gr.File(
+            label="Upload dataset",
+            elem_id="upload-dataset",
+            file_types=FILE_TYPES,
+            type="filepath",
+            height=140,
+            scale=2,
+        )
+        with gr.Column(scale=3):
+            datasets = gr.Dropdown(
+                label="Uploaded datasets",
+                choices=[],
+                interactive=True,
+                info="Every file uploaded so far; pick one to see it.",
+            )
+            message = gr.Markdown(elem_id="data-message")
+    gr.Markdown(
+        "CSV, TSV, JSONL or Parquet with a text column and a label column (and optionally "
+        "a second text column for pairs). Columns are detected automatically; fix them below."
+    )
+    return upload, datasets, message
+
+
+def _charts() -> tuple[gr.BarPlot, gr.BarPlot]:
+    # y from 0: the plots otherwise start the axis at the smallest bar, which then vanishes.
+    with gr.Row():
+        labels = gr.BarPlot(
+            x="label",
+            y="rows",
+            title="Label distribution",
+            label="Label distribution",
+            height=260,
+            y_lim=[0, None],
+        )
+        tokens = gr.BarPlot(
+            x="tokens",
+            y="rows",
+            title="Token length histogram",
+            height=260,
+            label="Token length histogram",
+            x_title="tokens per row",
+            y_lim=[0, None],
+        )
+    return labels, tokens
+
+
+def build_data_tab(endpoints: Endpoints, demo: gr.Blocks) -> DataTab:
+    """Lay out the Data tab and wire its events (call inside a ``gr.Tab``)."""
+    h = _Handlers(endpoints)
+    selected, eval_selected = gr.State(None), gr.State(None)
+    upload, datasets, message = _upload_row()
+    with gr.Row(equal_height=True):
+        text_col = gr.Dropdown(label="Text column", choices=[])
+        pair_col = gr.Dropdown(label="Second text column (optional)", choices=[NO_PAIR])
+        label_col = gr.Dropdown(label="Label column", choices=[])
+        remap = gr.Button("Apply column mapping", scale=0, min_width=200)
+    stats = gr.Markdown()
+    preview = gr.HTML(elem_id="data-preview")
+    labels_plot, tokens_plot = _charts()
+    with gr.Accordion("Evaluation file (optional)", open=False):
+        gr.Markdown("Without one, 10% of the training rows are held out for evaluation.")
+        eval_upload = gr.File(label="Evaluation file", file_types=FILE_TYPES, type="filepath", height=110)
+        eval_message = gr.Markdown()
+
+    private: dict[str, Any] = {"api_visibility": "private"}
+    upload.upload(h.upload, [upload], [datasets, selected, message], **private)
+    datasets.change(lambda v: v, [datasets], [selected], **private)
+    shown = [preview, text_col, pair_col, label_col, stats, labels_plot, tokens_plot]
+    selected.change(h.show, [selected], shown, **private)
+    remap.click(h.remap, [selected, text_col, pair_col, label_col], [datasets, selected, message], **private)
+    eval_upload.upload(h.upload_eval, [eval_upload, selected], [eval_selected, eval_message], **private)
+    eval_upload.clear(lambda: (None, ""), None, [eval_selected, eval_message], **private)
+    demo.load(h.reload, None, [datasets], **private)
+    return DataTab(selected=selected, eval_selected=eval_selected, datasets=datasets)

@@ -1,0 +1,76 @@
+"""Probing by layer: a probing run's accuracy at every layer, the best layer marked."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gradio as gr
+
+from ui import charts
+from ui.endpoints import Endpoints
+from ui.feedback import problem
+
+HOW_TO = (
+    "Train a **Probing** run with **Probe every layer** ticked (Train tab): one probe per "
+    "layer is trained on cached features, nearly for free. It shows where in the model "
+    "the information your labels need is most accessible."
+)
+
+
+def probe_choices(endpoints: Endpoints) -> list[tuple[str, int]]:
+    """Succeeded probing runs, sweeps first."""
+    probes = [j for j in endpoints.jobs() if j["method"] == "probe" and j["status"] == "succeeded"]
+    probes.sort(key=lambda j: j.get("knobs") != "all layers")
+    return [(charts.run_label(j["id"], j["name"]), j["id"]) for j in probes]
+
+
+def show(endpoints: Endpoints, job_id: int | None) -> tuple[Any, str]:
+    """The layer chart and a line naming the best layer."""
+    if not job_id:
+        return None, ""
+    try:
+        job = endpoints.job(int(job_id), log_tail=0)
+    except Exception as exc:  # noqa: BLE001
+        return None, problem(exc, "reading the run")
+    frame, order, best = charts.layer_accuracy(job.get("layer_accuracy") or [])
+    if best is None:
+        return None, (
+            "This probe trained one layer only. Queue a probing run with "
+            "**Probe every layer** ticked to see every layer."
+        )
+    f1 = best.get("macro_f1")
+    text = (
+        f"Best layer: **{charts.layer_name(best['layer']).strip()}**: accuracy {best['accuracy']:.3f}"
+        + (f", macro-F1 {f1:.3f}" if f1 is not None else "")
+        + f" ({len(order)} layers probed, embeddings first)."
+    )
+    return frame, text
+
+
+def build_probing_tab(endpoints: Endpoints, tab: gr.Tab) -> None:
+    """Lay out the Probing-by-layer tab and wire its events (call inside ``tab``)."""
+    gr.Markdown(HOW_TO)
+    with gr.Row(equal_height=True):
+        run = gr.Dropdown(label="Probing run", choices=[], interactive=True, scale=4)
+        refresh = gr.Button("Refresh list", size="sm", scale=1)
+    best = gr.Markdown()
+    plot = gr.BarPlot(
+        x="layer",
+        y="accuracy",
+        color="marker",
+        title="Accuracy by layer",
+        label="Accuracy by layer",
+        y_lim=[0, 1],
+        tooltip="all",
+        color_map={charts.BEST: "#f97316", charts.OTHER: "#64748b"},
+    )
+
+    def reload(current: int | None) -> Any:
+        choices = probe_choices(endpoints)
+        ids = [c[1] for c in choices]
+        return gr.update(choices=choices, value=current if current in ids else (ids[0] if ids else None))
+
+    private: dict[str, Any] = {"api_visibility": "private"}
+    for trigger in (tab.select, refresh.click):
+        trigger(reload, [run], [run], **private)
+    run.change(lambda job_id: show(endpoints, job_id), [run], [plot, best], **private)

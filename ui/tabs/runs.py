@@ -1,0 +1,184 @@
+"""Runs tab: the job list (refreshed by a timer) and the selected job's curves, log and actions."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import gradio as gr
+
+from ui import charts, tables
+from ui.endpoints import Endpoints
+from ui.feedback import WARNING, done, problem
+
+REFRESH_SECONDS = 2.0
+# A click on a job row selects that job: rows carry their job id (tables.to_html keys).
+SELECT_ROW_JS = """
+element.addEventListener('click', (event) => {
+  const row = event.target.closest('tr[data-key]');
+  if (row) trigger('select', {index: Number(row.dataset.key), value: row.dataset.key, selected: true});
+});
+"""
+LOG_LINES = 60
+
+
+@dataclass
+class RunsTab:
+    """What other tabs need: the job selected in this browser."""
+
+    selected: gr.State
+
+
+def summary(job: dict[str, Any]) -> str:
+    """The header line of the selected job."""
+    parts = [f"**{job['status']}**", tables.progress(job)]
+    if job.get("total_epochs"):
+        parts.append(f"epoch {job.get('epoch') or 0}/{job['total_epochs']}")
+    if job.get("total_steps"):
+        parts.append(f"step {job.get('step') or 0}/{job['total_steps']}")
+    if job["status"] == "running" and job.get("eta_seconds") is not None:
+        parts.append(f"ETA {tables.duration(job['eta_seconds'])}")
+    if job.get("accuracy") is not None:
+        parts.append(f"accuracy {job['accuracy']:.3f} · macro-F1 {tables.number(job.get('macro_f1'))}")
+    if job.get("device"):
+        parts.append(f"device {job['device']}")
+    if job.get("resumed_from"):
+        parts.append(f"resumed from #{job['resumed_from']}")
+    return f"### #{job['id']} {job['name']}\n{' · '.join(parts)}"
+
+
+def error_text(job: dict[str, Any]) -> str:
+    """The job's error, if it has one."""
+    if not job.get("error"):
+        return ""
+    return f"{WARNING} **{job['status'].capitalize()}:** {job['error']}"
+
+
+def actions(status: str | None) -> tuple[Any, Any, Any]:
+    """Cancel, Resume, Delete: enabled only where they make sense for ``status``."""
+    return (
+        gr.update(interactive=status in ("queued", "running")),
+        gr.update(interactive=status in ("failed", "cancelled")),
+        gr.update(interactive=status is not None and status != "running"),
+    )
+
+
+def nothing_selected(text: str) -> tuple[Any, ...]:
+    """Detail outputs when no job is shown: a hint, empty curves and log, no actions."""
+    return (text, "", None, None, "", *actions(None), None)
+
+
+class _Handlers:
+    """Event handlers; each returns values for its outputs and shows problems inline."""
+
+    def __init__(self, endpoints: Endpoints) -> None:
+        self.endpoints = endpoints
+
+    def tick(self, selected: int | None, last: tuple[Any, ...] | None) -> tuple[Any, ...]:
+        """Refresh the table and, when a job is selected, its details.
+
+        Curves and log are only sent when the job moved since the last tick (``last``
+        is the job's progress signature), so an idle page costs one small query.
+        """
+        jobs = self.endpoints.jobs()
+        table = tables.to_html(
+            tables.runs_table(jobs),
+            keys=[j["id"] for j in jobs],
+            selected=selected,
+            empty="No jobs yet: launch one on the Train tab.",
+        )
+        if selected is None:
+            return (table, *nothing_selected("Click a job in the table to see its curves, log and actions."))
+        try:
+            job = self.endpoints.job(int(selected), log_tail=LOG_LINES)
+        except Exception:  # noqa: BLE001 - deleted in another browser: forget it
+            return (table, *nothing_selected("The selected job no longer exists."))
+        signature = (
+            job["status"],
+            job.get("step"),
+            job.get("epoch"),
+            len(job["log"]),
+            job["log"][-1] if job["log"] else "",
+        )
+        if signature == (tuple(last) if last else None):
+            curves: tuple[Any, ...] = (gr.skip(), gr.skip(), gr.skip())
+        else:
+            curves = (
+                charts.loss_curve(job["series"]),
+                charts.epoch_curves(job["series"]),
+                "\n".join(job["log"]),
+            )
+        return (table, summary(job), error_text(job), *curves, *actions(job["status"]), signature)
+
+    def select(self, evt: gr.SelectData) -> Any:
+        """The job id of the clicked table row (see SELECT_ROW_JS)."""
+        return int(evt.index) if evt.index is not None else gr.skip()
+
+    def cancel(self, selected: int | None) -> str:
+        try:
+            job = self.endpoints.cancel(int(selected)) if selected else None
+        except Exception as exc:  # noqa: BLE001
+            return problem(exc, "cancelling the job")
+        if job is None:
+            return f"{WARNING} Select a job first."
+        return done(
+            f"Job #{job['id']} is {job['status']}"
+            + (" (stopping within seconds)." if job["status"] == "running" else ".")
+        )
+
+    def resume(self, selected: int | None) -> tuple[str, Any]:
+        try:
+            new_id = self.endpoints.api.resume(int(selected)) if selected else None
+        except Exception as exc:  # noqa: BLE001
+            return problem(exc, "resuming the job"), gr.skip()
+        if new_id is None:
+            return f"{WARNING} Select a job first.", gr.skip()
+        return done(f"Queued job #{new_id}, resuming #{selected} from its last checkpoint."), new_id
+
+    def delete(self, selected: int | None) -> tuple[str, Any]:
+        try:
+            if selected:
+                self.endpoints.api.delete(int(selected))
+        except Exception as exc:  # noqa: BLE001
+            return problem(exc, "deleting the job"), gr.skip()
+        if not selected:
+            return f"{WARNING} Select a job first.", gr.skip()
+        return done(f"Deleted job #{selected} and its files."), None
+
+
+def build_runs_tab(endpoints: Endpoints, demo: gr.Blocks) -> RunsTab:
+    """Lay out the Runs tab and wire its events (call inside a ``gr.Tab``)."""
+    h = _Handlers(endpoints)
+    selected, last = gr.State(None), gr.State(None)
+    table = gr.HTML(label="Jobs", elem_id="runs-table", js_on_load=SELECT_ROW_JS)
+    header = gr.Markdown(elem_id="run-summary")
+    with gr.Row():
+        cancel = gr.Button("Cancel", variant="stop", size="sm", interactive=False)
+        resume = gr.Button("Resume", size="sm", interactive=False)
+        delete = gr.Button("Delete", size="sm", interactive=False)
+    action = gr.Markdown()
+    error = gr.Markdown(elem_id="run-error")
+    with gr.Row():
+        loss = gr.LinePlot(x="step", y="loss", title="Training loss", label="Training loss")
+        evals = gr.LinePlot(
+            x="epoch",
+            y="value",
+            color="metric",
+            title="Evaluation per epoch",
+            label="Evaluation per epoch",
+            y_lim=[0, 1],
+        )
+    log = gr.Textbox(label="Log (last lines)", lines=10, max_lines=10, autoscroll=True, interactive=False)
+
+    private: dict[str, Any] = {"api_visibility": "private"}
+    outputs = [table, header, error, loss, evals, log, cancel, resume, delete, last]
+    quiet: dict[str, Any] = {"show_progress": "hidden", **private}  # no spinner every 2 s
+    gr.Timer(REFRESH_SECONDS).tick(h.tick, [selected, last], outputs, **quiet)
+    demo.load(h.tick, [selected, last], outputs, **quiet)
+    table.select(h.select, None, [selected], **private)
+    # A new selection must redraw even if its signature equals the last job's.
+    selected.change(lambda s: h.tick(s, None), [selected], outputs, **quiet)
+    cancel.click(h.cancel, [selected], [action], **private)
+    resume.click(h.resume, [selected], [action, selected], **private)
+    delete.click(h.delete, [selected], [action, selected], **private)
+    return RunsTab(selected=selected)

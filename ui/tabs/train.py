@@ -1,0 +1,228 @@
+"""Train tab: base model, method and its generated controls, common settings, launch."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import gradio as gr
+
+from backend.errors import ConfigError
+from ui.endpoints import Endpoints
+from ui.feedback import done, problem
+from ui.forms import MethodForms, build_method_forms, wire_changes
+from ui.tabs.data import dataset_choices
+
+DEFAULT_METHOD = "lora"
+HOLD_OUT = ("Hold out 10% of the training data", 0)
+QUANT_CHOICES = [("none", "none"), ("8-bit", "8bit"), ("4-bit", "4bit")]
+
+
+@dataclass
+class TrainTab:
+    """What other tabs need: the id of the job this browser queued last."""
+
+    launched: gr.State
+
+
+@dataclass
+class Common:
+    """The settings every method shares (components, in handler argument order)."""
+
+    model: gr.Dropdown
+    epochs: gr.Slider
+    lr: gr.Number
+    batch_size: gr.Slider
+    max_length: gr.Slider
+    quant: gr.Radio
+
+    def components(self) -> list[Any]:
+        return [self.model, self.epochs, self.lr, self.batch_size, self.max_length, self.quant]
+
+
+COMMON_SETTINGS = 6  # len(Common.components()): handlers get these values before the method's
+
+
+class _Handlers:
+    """Event handlers; each returns values for its outputs and shows problems inline."""
+
+    def __init__(self, endpoints: Endpoints, forms: MethodForms) -> None:
+        self.endpoints = endpoints
+        self.forms = forms
+
+    def method_changed(self, label: str) -> list[Any]:
+        """Show the method's controls, description and defaults."""
+        m = self.endpoints.method(label)
+        text = f"*{m['description']}* (library: {m['library']})"
+        return [*self.forms.visibility(m["key"]), text, m["default_epochs"], m["default_lr"]]
+
+    def parameters(self, model: str, label: str, dataset_id: int | None, *values: Any) -> str:
+        """The live "Trainable parameters: N (x.xx% of M)" line."""
+        try:
+            m = self.endpoints.method(label)
+            labels = self.endpoints.dataset(dataset_id)["label_counts"] if dataset_id else {}
+            counted = self.endpoints.api.count_parameters(
+                model or None,
+                m["key"],
+                self.forms.method_config(m["key"], values),
+                num_labels=max(2, len(labels)),
+            )
+        except Exception as exc:  # noqa: BLE001 - e.g. a layer the model does not have
+            return problem(exc, "counting parameters", toast=False)
+        return f"**{counted['text']}**"
+
+    def launch(
+        self, dataset_id: int | None, eval_id: int | None, name: str, label: str, *values: Any
+    ) -> tuple[str, Any]:
+        """Queue one job with the form's settings (``values``: common settings, then controls)."""
+        try:
+            key = self.endpoints.method(label)["key"]
+            job = self._queue(dataset_id, eval_id, key, values, name=name)
+        except Exception as exc:  # noqa: BLE001
+            return problem(exc, "queueing the job"), gr.skip()
+        return done(f"Queued job **#{job['id']}** ({job['name']}). Follow it on the Runs tab."), job["id"]
+
+    def launch_many(
+        self, dataset_id: int | None, eval_id: int | None, labels: list[str], *values: Any
+    ) -> tuple[str, Any]:
+        """Queue one job per ticked method: same data and common settings, each method's own
+        settings and its default learning rate (one lr does not fit methods 1000x apart)."""
+        queued: list[str] = []
+        try:
+            if not labels:
+                raise ConfigError("tick at least one method to compare")
+            for label in labels:
+                job = self._queue(
+                    dataset_id, eval_id, self.endpoints.method(label)["key"], values, default_lr=True
+                )
+                queued.append(f"#{job['id']} {label}")
+        except Exception as exc:  # noqa: BLE001
+            prefix = f"Queued {', '.join(queued)}; then: " if queued else ""
+            return prefix + problem(exc, "queueing the jobs"), gr.skip()
+        return done(f"Queued {len(queued)} jobs: {', '.join(queued)}."), gr.skip()
+
+    def _queue(
+        self,
+        dataset_id: int | None,
+        eval_id: int | None,
+        key: str,
+        values: tuple[Any, ...],
+        *,
+        name: str = "",
+        default_lr: bool = False,
+    ) -> dict[str, Any]:
+        if not dataset_id:
+            raise ConfigError("choose the training data first (upload a file on the Data tab)")
+        model, epochs, lr, batch, max_length, quant = values[:COMMON_SETTINGS]
+        config = self.forms.method_config(key, values[COMMON_SETTINGS:])
+        return self.endpoints.launch(
+            dataset_id,
+            key,
+            config,
+            model,
+            int(epochs),
+            None if default_lr else (lr or None),
+            int(batch),
+            int(max_length),
+            quant,
+            eval_id or None,
+            name,
+        )
+
+    def datasets(self, selected: int | None, eval_selected: int | None) -> tuple[Any, Any]:
+        """The data pickers after the Data tab changed its selection."""
+        choices = dataset_choices(self.endpoints)
+        return (
+            gr.update(choices=choices, value=selected),
+            gr.update(choices=[HOLD_OUT, *choices], value=eval_selected or 0),
+        )
+
+
+def _common_settings(endpoints: Endpoints, method: dict[str, Any]) -> Common:
+    device = endpoints.api.device_info()
+    models = endpoints.api.list_models()
+    with gr.Row():
+        model = gr.Dropdown(
+            label="Base model",
+            choices=models,
+            value=models[0],
+            allow_custom_value=True,
+            info="The offline default, a folder in models_cache/, or a typed "
+            "Hugging Face hub id (needs internet).",
+        )
+        quant = gr.Radio(
+            label="Quantization",
+            choices=QUANT_CHOICES,
+            value="none",
+            info=f"Detected device: {device['name']}. Quantized bases need a "
+            "method that keeps the base frozen.",
+        )
+    with gr.Row():
+        epochs = gr.Slider(1, 50, step=1, value=method["default_epochs"], label="Epochs")
+        lr = gr.Number(
+            value=method["default_lr"],
+            label="Learning rate",
+            info="Set to the method's default when you pick a method.",
+        )
+        batch = gr.Slider(1, 256, step=1, value=32, label="Batch size")
+        max_length = gr.Slider(
+            8,
+            512,
+            step=8,
+            value=128,
+            label="Max length",
+            info="Tokens per example; the Data tab shows the lengths.",
+        )
+    return Common(model, epochs, lr, batch, max_length, quant)
+
+
+def _compare_methods(methods: list[dict[str, Any]]) -> tuple[gr.CheckboxGroup, gr.Button, gr.Markdown]:
+    with gr.Accordion("Compare methods", open=True):
+        ticked = gr.CheckboxGroup(
+            label="Compare methods",
+            choices=[m["label"] for m in methods],
+            info="Queue one run per ticked method on the same data with the common settings above, "
+            "each with its own settings (as last set above) and its default learning rate.",
+        )
+        return ticked, gr.Button("Queue all ticked methods"), gr.Markdown()
+
+
+def build_train_tab(
+    endpoints: Endpoints, demo: gr.Blocks, selected: gr.State, eval_selected: gr.State
+) -> TrainTab:
+    """Lay out the Train tab and wire its events (call inside a ``gr.Tab``)."""
+    methods, first = endpoints.methods, endpoints.method(DEFAULT_METHOD)
+    with gr.Row():
+        dataset = gr.Dropdown(label="Training data", choices=[], interactive=True)
+        eval_dataset = gr.Dropdown(label="Evaluation data", choices=[HOLD_OUT], value=0, interactive=True)
+        name = gr.Textbox(label="Run name (optional)", placeholder="e.g. lora-r16-sst2")
+    method = gr.Radio(label="Method", choices=[m["label"] for m in methods], value=first["label"])
+    description = gr.Markdown(f"*{first['description']}* (library: {first['library']})")
+    forms = build_method_forms(methods, first["key"])
+    params = gr.Markdown(elem_id="trainable-params")
+    common = _common_settings(endpoints, first)
+    launch = gr.Button("Launch training", variant="primary")
+    launch_message = gr.Markdown(elem_id="launch-message")
+    ticked, launch_all, compare_message = _compare_methods(methods)
+
+    h, launched = _Handlers(endpoints, forms), gr.State(None)
+    quiet: dict[str, Any] = {"api_visibility": "private", "show_progress": "hidden"}
+    count_inputs = [common.model, method, dataset, *forms.components]
+    shown = [*forms.groups.values(), description, common.epochs, common.lr]
+    method.change(h.method_changed, [method], shown, **quiet).then(
+        h.parameters, count_inputs, [params], **quiet
+    )
+    wire_changes(forms, h.parameters, count_inputs, [params])
+    for trigger in (common.model.change, dataset.change, demo.load):
+        trigger(h.parameters, count_inputs, [params], **quiet)
+    private: dict[str, Any] = {"api_visibility": "private"}
+    settings = [*common.components(), *forms.components]
+    launch.click(
+        h.launch, [dataset, eval_dataset, name, method, *settings], [launch_message, launched], **private
+    )
+    launch_all.click(
+        h.launch_many, [dataset, eval_dataset, ticked, *settings], [compare_message, launched], **private
+    )
+    for state in (selected, eval_selected):
+        state.change(h.datasets, [selected, eval_selected], [dataset, eval_dataset], **private)
+    return TrainTab(launched=launched)
