@@ -120,31 +120,40 @@ def _interrupt(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt
 
 
-def main(argv: list[str] | None = None) -> int:
-    """``python -m ui.server [--host H] [--port N] [--auth user:password] [--no-supervisor]``."""
-    parser = argparse.ArgumentParser(prog="python -m ui.server", description=__doc__.splitlines()[0])
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=7860)
-    parser.add_argument("--auth", default=os.environ.get(AUTH_ENV), help=f"user:password (or ${AUTH_ENV})")
-    parser.add_argument("--no-supervisor", action="store_true", help="serve only; run jobs elsewhere")
-    args = parser.parse_args(argv)
+def add_server_arguments(parser: argparse.ArgumentParser) -> None:
+    """The web app's options, shared by ``python app.py`` and ``python -m ui.server``."""
+    parser.add_argument("--host", default="127.0.0.1", help="address to serve on (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=7860, help="port (default 7860)")
+    parser.add_argument(
+        "--auth",
+        default=os.environ.get(AUTH_ENV),
+        help=f"user:password, required to serve beyond this machine (or set {AUTH_ENV})",
+    )
+    parser.add_argument(
+        "--no-supervisor", action="store_true", help="serve only; jobs run in a separate `app.py worker`"
+    )
+
+
+def run_app(settings: Settings, args: argparse.Namespace) -> int:
+    """Serve until Ctrl-C/SIGTERM with the CLI's exit codes (2 + one line for a user error)."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     # SIGTERM (e.g. from a test harness or systemd) should stop cleanly, like Ctrl-C.
     signal.signal(signal.SIGTERM, _interrupt)
     try:
-        serve(
-            Settings.from_env(),
-            args.host,
-            args.port,
-            parse_auth(args.auth),
-            open_supervisor=not args.no_supervisor,
-        )
+        serve(settings, args.host, args.port, parse_auth(args.auth), open_supervisor=not args.no_supervisor)
     except WorkbenchError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         pass
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m ui.server [--host H] [--port N] [--auth user:password] [--no-supervisor]``."""
+    parser = argparse.ArgumentParser(prog="python -m ui.server", description=__doc__.splitlines()[0])
+    add_server_arguments(parser)
+    return run_app(Settings.from_env(), parser.parse_args(argv))
 
 
 if __name__ == "__main__":
