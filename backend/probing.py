@@ -70,10 +70,14 @@ def compute_features(
 ) -> torch.Tensor:
     """Pooled features of every layer: [layers + 1, rows, hidden] (index 0 = embeddings)."""
     device = next(encoder.parameters()).device
+    # Length-sorted batches pad far less (one pass, no gradients: order does not matter),
+    # then the rows are put back in their original order.
+    order = sorted(range(len(enc)), key=lambda i: len(enc.features[i]["input_ids"]))
     chunks = []
-    for batch in enc.batches(batch_size, shuffle=False):
+    for start in range(0, len(order), batch_size):
         if cb is not None and cb.should_cancel():
             raise TrainingCancelled("cancelled while computing features")
+        batch = enc.batch(order[start : start + batch_size])
         batch.pop("labels")
         batch = {k: v.to(device) for k, v in batch.items()}
         out = encoder(**batch, output_hidden_states=True)
@@ -81,7 +85,10 @@ def compute_features(
             pool(h, batch["attention_mask"], pooling, last_token).float().cpu() for h in out.hidden_states
         ]
         chunks.append(torch.stack(layers))
-    return torch.cat(chunks, dim=1)
+    sorted_feats = torch.cat(chunks, dim=1)
+    feats = torch.empty_like(sorted_feats)
+    feats[:, order] = sorted_feats
+    return feats
 
 
 def cached_features(cache_dir: Path | None, key: str, compute: Any) -> tuple[torch.Tensor, bool]:

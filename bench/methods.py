@@ -235,12 +235,17 @@ def main() -> None:
     ap.add_argument("--epochs", type=int, default=3)
     ap.add_argument("--only", default=",".join(METHODS))
     ap.add_argument("--skip-comparisons", action="store_true")
+    ap.add_argument("--only-probe-comparison", action="store_true", help="just comparison (a)")
     args = ap.parse_args()
     if not SST2.is_dir():
         raise SystemExit(f"SST-2 not found at {SST2}")
     from backend.settings import Settings, apply_environment
 
     apply_environment(Settings.from_env())
+    if args.only_probe_comparison:
+        p = probe_cached_vs_naive(args.rows, 10)
+        print(json.dumps(p, indent=1))
+        return
     results, tmp = [], Path(tempfile.mkdtemp(prefix="bench-"))
     for method in args.only.split(","):
         print(f"training {method} ...", file=sys.stderr, flush=True)
