@@ -142,11 +142,10 @@ def probe_cached_vs_naive(rows: int, epochs: int) -> dict[str, Any]:
     }
 
 
-def lora_fitter(rows: int, pad_to: int | None) -> dict[str, Any]:
-    """(b) One LoRA epoch through our loop, with dynamic padding or padding to ``pad_to``."""
-    from backend.callbacks import Callback
+def lora_setup(rows: int) -> tuple[Any, Any, Any, Any]:
+    """The LoRA r=8 one-epoch configuration, data, model facts and tokenizer (seeded)."""
     from backend.models import load_tokenizer, model_info
-    from backend.train import Encoded, Fitter, build_model, load_data, pick_device, seed_everything
+    from backend.train import load_data, seed_everything
     from backend.train_config import TrainConfig
 
     cfg = TrainConfig(
@@ -159,6 +158,15 @@ def lora_fitter(rows: int, pad_to: int | None) -> dict[str, Any]:
     data, info = load_data(cfg), model_info(cfg.model)
     tok = load_tokenizer(info)
     seed_everything(0)
+    return cfg, data, info, tok
+
+
+def lora_fitter(rows: int, pad_to: int | None) -> dict[str, Any]:
+    """(b) One LoRA epoch through our loop, with dynamic padding or padding to ``pad_to``."""
+    from backend.callbacks import Callback
+    from backend.train import Encoded, Fitter, build_model, pick_device
+
+    cfg, data, info, tok = lora_setup(rows)
     model = build_model(cfg, info, data.label_names, tok.pad_token_id)
     fitter = Fitter(
         model,
@@ -181,20 +189,8 @@ def bare_peft_loop(rows: int) -> dict[str, Any]:
     from transformers import AutoModelForSequenceClassification, get_linear_schedule_with_warmup
 
     from backend.batching import Encoded
-    from backend.models import load_tokenizer, model_info
-    from backend.train import load_data, seed_everything
-    from backend.train_config import TrainConfig
 
-    cfg = TrainConfig(
-        data=str(SST2 / "train.csv"),
-        eval_data=str(SST2 / "dev.csv"),
-        method="lora",
-        max_train_samples=rows,
-        epochs=1,
-    )
-    data, info = load_data(cfg), model_info(cfg.model)
-    tok = load_tokenizer(info)
-    seed_everything(0)
+    cfg, data, info, tok = lora_setup(rows)
     base = AutoModelForSequenceClassification.from_pretrained(info.path, num_labels=2)
     model = get_peft_model(base, LoraConfig(task_type=TaskType.SEQ_CLS, r=8, lora_alpha=16, lora_dropout=0.1))
     enc = Encoded(tok, data.train, 128)
