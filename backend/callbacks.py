@@ -5,6 +5,18 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+# The headline figures of a finished run, as named in its summary (model card, job columns).
+SUMMARY_METRICS = (
+    "accuracy",
+    "macro_f1",
+    "eval_loss",
+    "trainable_params",
+    "total_params",
+    "train_seconds",
+    "peak_rss_mb",
+    "adapter_bytes",
+)
+
 
 class TrainingCancelled(Exception):
     """Raised inside the training loop when the callback asks to stop."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from backend.callbacks import SUMMARY_METRICS
 from backend.train_config import TrainConfig
 
 _LOAD_SNIPPETS = {
@@ -60,20 +61,7 @@ def render_model_card(manifest: dict[str, Any], cfg: TrainConfig, summary: dict[
         "print(probs)\n"
     )
     knobs = "\n".join(f"| {k} | {v} |" for k, v in cfg.method_config.items()) or "| (defaults) | |"
-    metrics = "\n".join(
-        f"| {k} | {summary[k]} |"
-        for k in (
-            "accuracy",
-            "macro_f1",
-            "eval_loss",
-            "trainable_params",
-            "total_params",
-            "train_seconds",
-            "peak_rss_mb",
-            "adapter_bytes",
-        )
-        if k in summary
-    )
+    metrics = "\n".join(f"| {k} | {summary[k]} |" for k in SUMMARY_METRICS if k in summary)
     quant_note = ""
     if manifest["quant"] != "none":
         quant_note = (

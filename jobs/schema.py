@@ -30,6 +30,8 @@ from sqlalchemy import (
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
+from backend.callbacks import SUMMARY_METRICS
+
 QUEUED, RUNNING, SUCCEEDED, FAILED, CANCELLED = (
     "queued",
     "running",
@@ -40,16 +42,7 @@ QUEUED, RUNNING, SUCCEEDED, FAILED, CANCELLED = (
 STATUSES = (QUEUED, RUNNING, SUCCEEDED, FAILED, CANCELLED)
 FINISHED = (SUCCEEDED, FAILED, CANCELLED)
 # The job columns that hold a finished run's summary figures (same names as the summary).
-METRIC_COLUMNS = (
-    "accuracy",
-    "macro_f1",
-    "eval_loss",
-    "trainable_params",
-    "total_params",
-    "train_seconds",
-    "peak_rss_mb",
-    "adapter_bytes",
-)
+METRIC_COLUMNS = SUMMARY_METRICS
 
 
 def utcnow() -> datetime:
