@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import delete, select, update
@@ -93,7 +94,9 @@ def finish(db: Database, job_id: int, status: str, **values: Any) -> bool:
 def end_stopped_worker(db: Database, job_id: int, reason: str) -> str | None:
     """A worker is gone without having ended its job: cancelled if asked, else failed.
 
-    Returns the message recorded, or None when the job had already ended.
+    Returns the message recorded, or None when the job had already ended. The message
+    also goes to the job's log before the transaction commits, so whoever sees the job
+    ended also finds the reason in its log.
     """
     with db.write() as session:
         job = session.get(Job, job_id)
@@ -108,7 +111,17 @@ def end_stopped_worker(db: Database, job_id: int, reason: str) -> str | None:
             job.error_detail = (job.error_detail or "") + (
                 f"{job.error}. The last lines the worker wrote are in {job.log_path}."
             )
+        if job.log_path:
+            append_log_line(Path(job.log_path), f"supervisor: {job.error}")
         return job.error
+
+
+def append_log_line(path: Path, message: str) -> None:
+    """Add a timestamped line to a job's log file (supervisor notes beside the worker's)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    stamp = utcnow().strftime("%Y-%m-%d %H:%M:%S")
+    with path.open("a", encoding="utf-8") as f:
+        f.write(f"{stamp} {message}\n")
 
 
 def request_cancel(db: Database, job_id: int) -> str:

@@ -226,7 +226,6 @@ class Supervisor:
             message = queue.end_stopped_worker(self.db, job_id, reason)
             if message is not None:  # the worker died before recording an outcome
                 log.warning("job %d: %s", job_id, message)
-                append_log(self.db, job_id, f"supervisor: {message}")
 
     @staticmethod
     def _exit_reason(code: int) -> str:
@@ -279,23 +278,9 @@ class Supervisor:
         message = queue.end_stopped_worker(self.db, job.id, reason)
         if message is not None:
             log.warning("job %d: %s", job.id, message)
-            append_log(self.db, job.id, f"supervisor: {message}")
 
     def _prune_supervisors(self, owners: dict[str, SupervisorRow]) -> None:
         for token, row in owners.items():
             gone = row.host == self.host or not queue.fresh(row.heartbeat_at, 3600)
             if token != self.token and gone and not owner_alive(row, self.host):
                 queue.remove_supervisor(self.db, token)
-
-
-def append_log(db: Database, job_id: int, message: str) -> None:
-    """Add a line to a job's log file (supervisor notes next to the worker's own lines)."""
-    with db.read() as session:
-        job = session.get(Job, job_id)
-    if job is None or not job.log_path:
-        return
-    path = Path(job.log_path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    stamp = utcnow().strftime("%Y-%m-%d %H:%M:%S")
-    with path.open("a", encoding="utf-8") as f:
-        f.write(f"{stamp} {message}\n")
