@@ -10,7 +10,7 @@ import torch
 from safetensors.torch import load_file
 from torch import nn
 
-from backend.methods.probe import ProbeHead, pool
+from backend.probe_head import ProbeHead, pool
 
 
 class ProbeClassifier(nn.Module):

@@ -24,8 +24,9 @@ from backend.batching import Encoded
 from backend.callbacks import Callback, EpochInfo, StepInfo, TrainingCancelled
 from backend.data import PreparedData, Split
 from backend.evaluation import classification_metrics
-from backend.methods.probe import Config, ProbeHead, pool, resolve_layer
+from backend.methods.probe import Config, resolve_layer
 from backend.models import ModelInfo
+from backend.probe_head import ProbeHead, pool
 from backend.train_config import TrainConfig
 
 

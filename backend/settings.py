@@ -6,6 +6,7 @@ cache under ``models_cache/``; both are git-ignored and configurable.
 
 from __future__ import annotations
 
+import logging
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -67,3 +68,7 @@ def apply_environment(settings: Settings) -> None:
     }
     for key, value in defaults.items():
         os.environ.setdefault(key, value)
+    # bitsandbytes warns at import, on CPUs with AVX512-BF16, that it cannot fetch an optional
+    # kernel from the hub; we never use that kernel (4-bit layers run with the bf16 path off,
+    # see backend.models), so the line is only noise in every job's log.
+    logging.getLogger("bitsandbytes.backends.cpu.ops").setLevel(logging.ERROR)

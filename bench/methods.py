@@ -78,8 +78,9 @@ def probe_cached_vs_naive(train: Path, epochs: int) -> dict[str, Any]:
     from transformers import get_linear_schedule_with_warmup
 
     from backend.batching import Encoded
-    from backend.methods.probe import Config, ProbeHead, pool
+    from backend.methods.probe import Config
     from backend.models import load_tokenizer, model_info
+    from backend.probe_head import ProbeHead, pool
     from backend.probing import compute_features, load_encoder, train_head
     from backend.train import load_data
     from backend.train_config import TrainConfig

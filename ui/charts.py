@@ -42,10 +42,15 @@ def loss_curve(series: dict[str, Any]) -> pd.DataFrame:
 EPOCH_METRICS = {"eval_accuracy": "accuracy", "eval_macro_f1": "macro-F1"}
 
 
-def epoch_curves(series: dict[str, Any]) -> pd.DataFrame:
-    """Evaluation accuracy and macro-F1 by epoch, one ``metric`` per line."""
+def epoch_curves(series: dict[str, Any], *, by_layer: bool = False) -> pd.DataFrame:
+    """Evaluation accuracy and macro-F1 by epoch, one ``metric`` per line.
+
+    A probe layer sweep reports its k-th layer (0 = embeddings) as evaluation k+1:
+    with ``by_layer`` the ``epoch`` column holds the layer instead.
+    """
+    shift = 1 if by_layer else 0
     rows = [
-        {"epoch": p[0], "value": p[1], "metric": label}
+        {"epoch": p[0] - shift, "value": p[1], "metric": label}
         for key, label in EPOCH_METRICS.items()
         for p in series.get(key) or []
     ]

@@ -79,6 +79,17 @@ def test_layers_sort_embeddings_first_and_the_best_is_marked() -> None:
     assert list(frame["marker"]).count(charts.BEST) == 1
 
 
+def test_a_layer_sweep_plots_layers_not_epochs() -> None:
+    series = {
+        "eval_accuracy": [[1, 0.6], [2, 0.7], [3, 0.9]],
+        "eval_macro_f1": [[1, 0.5], [2, 0.6], [3, 0.8]],
+    }
+    assert list(charts.epoch_curves(series)["epoch"]) == [1, 2, 3, 1, 2, 3]
+    by_layer = charts.epoch_curves(series, by_layer=True)
+    assert list(by_layer["epoch"]) == [0, 1, 2, 0, 1, 2]  # 0 = embeddings
+    assert set(by_layer["metric"]) == {"accuracy", "macro-F1"}
+
+
 COMPARE = {
     "table": [
         {

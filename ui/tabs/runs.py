@@ -20,6 +20,7 @@ element.addEventListener('click', (event) => {
 });
 """
 LOG_LINES = 60
+EVAL_TITLES = {False: "Evaluation per epoch", True: "Evaluation per layer (probe sweep)"}
 
 
 @dataclass
@@ -103,9 +104,14 @@ class _Handlers:
         if signature == (tuple(last) if last else None):
             curves: tuple[Any, ...] = (gr.skip(), gr.skip(), gr.skip())
         else:
+            sweep = bool(((job.get("config") or {}).get("method_config") or {}).get("sweep_layers"))
             curves = (
                 charts.loss_curve(job["series"]),
-                charts.epoch_curves(job["series"]),
+                gr.LinePlot(
+                    charts.epoch_curves(job["series"], by_layer=sweep),
+                    title=EVAL_TITLES[sweep],
+                    x_title="layer (0 = embeddings)" if sweep else "epoch",
+                ),
                 "\n".join(job["log"]),
             )
         return (table, summary(job), error_text(job), *curves, *actions(job["status"]), signature)
@@ -159,13 +165,24 @@ def build_runs_tab(endpoints: Endpoints, demo: gr.Blocks) -> RunsTab:
     action = gr.Markdown()
     error = gr.Markdown(elem_id="run-error")
     with gr.Row():
-        loss = gr.LinePlot(x="step", y="loss", title="Training loss", label="Training loss")
+        # Zero-based y: the plot sizes its axis labels on the first draw only (new data does
+        # not redraw), and from 0 the labels keep one width however the loss moves.
+        loss = gr.LinePlot(
+            x="step",
+            y="loss",
+            title="Training loss",
+            label="Training loss",
+            x_title="step",
+            y_title="loss",
+            y_lim=[0, None],
+        )
         evals = gr.LinePlot(
             x="epoch",
             y="value",
             color="metric",
-            title="Evaluation per epoch",
-            label="Evaluation per epoch",
+            title=EVAL_TITLES[False],
+            label="Evaluation",
+            x_title="epoch",
             y_lim=[0, 1],
         )
     log = gr.Textbox(label="Log (last lines)", lines=10, max_lines=10, autoscroll=True, interactive=False)
