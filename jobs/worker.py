@@ -286,15 +286,16 @@ def run_job(db: Database, job: Job, settings: Settings, log: JobLog) -> bool:
         heartbeat.stop()
     reporter.flush()
     out_dir = Path(summary.get("artifact_dir") or job.artifact_dir or "")
-    # Log first: whoever sees the job succeeded in the database must find this line.
+    # Tidy and log first: whoever sees the job succeeded in the database must find its log
+    # line and no checkpoint left (a finished run cannot be resumed, and checkpoints can be
+    # as big as the model; the run folder already holds the final weights).
+    shutil.rmtree(out_dir / "checkpoint", ignore_errors=True)
     log.write(
         f"succeeded: accuracy {summary.get('accuracy'):.4f}, {reporter.rows_written} metric rows written"
     )
     recorded = queue.finish(db, job.id, SUCCEEDED, **final_fields(summary, out_dir))
     if not recorded:
         log.write("note: the job had already been ended elsewhere; this outcome was not recorded")
-    # A finished run cannot be resumed, and checkpoints can be as big as the model.
-    shutil.rmtree(out_dir / "checkpoint", ignore_errors=True)
     return recorded
 
 
