@@ -20,6 +20,8 @@ from jobs.schema import METRIC_COLUMNS, Dataset, Job, Metric
 
 STEP_SERIES = ("train_loss", "learning_rate", "samples_per_second")
 EPOCH_SERIES = ("eval_accuracy", "eval_macro_f1", "eval_loss", "epoch_train_loss")
+# A probe layer sweep records its layers here instead of epochs: [[layer, value]], 0 = embeddings.
+LAYER_SERIES = ("layer_accuracy", "layer_macro_f1")
 MAX_POINTS = 2000  # per series; longer curves are thinned evenly (the last point is kept)
 # The setting that best tells two runs of a method apart, and how a name shows it.
 KEY_KNOBS = {
@@ -141,8 +143,9 @@ def thin(points: list[list[float]]) -> list[list[float]]:
 
 
 def series(session: Session, job_id: int) -> dict[str, list[list[float]]]:
-    """Training curves: step-indexed [[step, value]] and epoch-indexed [[epoch, value]]."""
-    out: dict[str, list[list[float]]] = {name: [] for name in (*STEP_SERIES, *EPOCH_SERIES)}
+    """Training curves: step-indexed [[step, value]], epoch-indexed [[epoch, value]] and,
+    for probe sweeps, layer-indexed [[layer, value]]."""
+    out: dict[str, list[list[float]]] = {name: [] for name in (*STEP_SERIES, *EPOCH_SERIES, *LAYER_SERIES)}
     rows = session.execute(
         select(Metric.name, Metric.step, Metric.epoch, Metric.value)
         .where(Metric.job_id == job_id)
@@ -151,7 +154,7 @@ def series(session: Session, job_id: int) -> dict[str, list[list[float]]]:
     for name, step, epoch, value in rows:
         if name in STEP_SERIES:
             out[name].append([step, value])
-        elif name in EPOCH_SERIES:
+        elif name in EPOCH_SERIES or name in LAYER_SERIES:  # the layer is kept in Metric.epoch
             out[name].append([epoch, value])
     return {name: thin(points) for name, points in out.items()}
 

@@ -118,10 +118,15 @@ class JobReporter(Callback):
 
     def on_epoch(self, info: EpochInfo) -> None:
         now, m = time.time(), info.metrics
-        self._add(info.step, info.epoch, "eval_accuracy", m["accuracy"], now)
-        self._add(info.step, info.epoch, "eval_macro_f1", m["macro_f1"], now)
-        self._add(info.step, info.epoch, "eval_loss", m["eval_loss"], now)
-        self._add(info.step, info.epoch, "epoch_train_loss", info.train_loss, now)
+        if "layer" in info.extra:  # a probe sweep: one best-epoch result per layer, keyed by layer
+            layer = int(info.extra["layer"])
+            self._add(info.step, layer, "layer_accuracy", m["accuracy"], now)
+            self._add(info.step, layer, "layer_macro_f1", m["macro_f1"], now)
+        else:
+            self._add(info.step, info.epoch, "eval_accuracy", m["accuracy"], now)
+            self._add(info.step, info.epoch, "eval_macro_f1", m["macro_f1"], now)
+            self._add(info.step, info.epoch, "eval_loss", m["eval_loss"], now)
+            self._add(info.step, info.epoch, "epoch_train_loss", info.train_loss, now)
         self._fields.update(epoch=info.epoch, total_epochs=info.total_epochs)
         if not self._fields.get("total_steps"):  # probe sweeps: progress by layer
             self._fields["progress"] = info.epoch / max(info.total_epochs, 1)

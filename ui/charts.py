@@ -40,18 +40,23 @@ def loss_curve(series: dict[str, Any]) -> pd.DataFrame:
 
 
 EPOCH_METRICS = {"eval_accuracy": "accuracy", "eval_macro_f1": "macro-F1"}
+LAYER_METRICS = {"layer_accuracy": "accuracy", "layer_macro_f1": "macro-F1"}
 
 
-def epoch_curves(series: dict[str, Any], *, by_layer: bool = False) -> pd.DataFrame:
+def is_sweep(series: dict[str, Any]) -> bool:
+    """Whether the series are a probe layer sweep's (results by layer, not by epoch)."""
+    return bool(series.get("layer_accuracy"))
+
+
+def epoch_curves(series: dict[str, Any]) -> pd.DataFrame:
     """Evaluation accuracy and macro-F1 by epoch, one ``metric`` per line.
 
-    A probe layer sweep reports its k-th layer (0 = embeddings) as evaluation k+1:
-    with ``by_layer`` the ``epoch`` column holds the layer instead.
+    For a probe layer sweep the ``epoch`` column holds the layer (0 = embeddings).
     """
-    shift = 1 if by_layer else 0
+    names = LAYER_METRICS if is_sweep(series) else EPOCH_METRICS
     rows = [
-        {"epoch": p[0] - shift, "value": p[1], "metric": label}
-        for key, label in EPOCH_METRICS.items()
+        {"epoch": p[0], "value": p[1], "metric": label}
+        for key, label in names.items()
         for p in series.get(key) or []
     ]
     return pd.DataFrame(rows, columns=["epoch", "value", "metric"])

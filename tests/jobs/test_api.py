@@ -41,8 +41,12 @@ def test_three_jobs_run_in_order_and_each_has_metric_rows(finished: dict[str, An
     assert [j["status"] for j in jobs] == ["succeeded"] * 3, [j["error"] for j in jobs]
     for before, after in itertools.pairwise(jobs):
         assert datetime.fromisoformat(after["started"]) >= datetime.fromisoformat(before["finished"])
-    for job in jobs:
+    for job in jobs[:2]:
         assert job["series"]["eval_accuracy"], job["id"]
+    sweep = jobs[2]["series"]  # the probe sweeps its layers: results by layer, not by epoch
+    assert [layer for layer, _ in sweep["layer_accuracy"]] == list(range(7))
+    assert not sweep["eval_accuracy"]
+    for job in jobs:
         assert job["progress"] == 1.0
         assert job["accuracy"] is not None and job["trainable_params"] > 0
     assert jobs[0]["series"]["train_loss"] and jobs[0]["series"]["learning_rate"]

@@ -204,6 +204,10 @@ def _watch(page: Any, job_id: int, other_id: int, artifacts: Path) -> None:
     shot(page, artifacts, "05-runs-succeeded")
     page.get_by_role("row", name=re.compile(rf"^{other_id} probe all layers")).click()
     expect(page.get_by_role("heading", name=re.compile(rf"#{other_id} probe all layers"))).to_be_visible()
+    # A layer sweep counts layers, not epochs: embeddings + 6 layers of MiniLM-L6.
+    expect(page.locator("#run-summary")).to_contain_text("layers probed 7/7")
+    expect(page.locator("#run-layers")).to_be_visible()
+    shot(page, artifacts, "05b-runs-probe-sweep")
 
 
 def _compare(page: Any, job_ids: list[int], artifacts: Path) -> None:

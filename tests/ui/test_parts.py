@@ -84,10 +84,12 @@ def test_a_layer_sweep_plots_layers_not_epochs() -> None:
         "eval_accuracy": [[1, 0.6], [2, 0.7], [3, 0.9]],
         "eval_macro_f1": [[1, 0.5], [2, 0.6], [3, 0.8]],
     }
+    assert not charts.is_sweep(series)
     assert list(charts.epoch_curves(series)["epoch"]) == [1, 2, 3, 1, 2, 3]
-    by_layer = charts.epoch_curves(series, by_layer=True)
-    assert list(by_layer["epoch"]) == [0, 1, 2, 0, 1, 2]  # 0 = embeddings
-    assert set(by_layer["metric"]) == {"accuracy", "macro-F1"}
+    sweep = {"layer_accuracy": [[0, 0.6], [1, 0.7]], "layer_macro_f1": [[0, 0.5], [1, 0.6]]}
+    assert charts.is_sweep(sweep)
+    assert list(charts.epoch_curves(sweep)["epoch"]) == [0, 1, 0, 1]  # 0 = embeddings
+    assert charts.compare_eval({"table": [{"id": 4, "name": "probe"}], "series": {"4": sweep}}).empty
 
 
 COMPARE = {

@@ -10,6 +10,7 @@ import gradio as gr
 from ui import charts, tables
 from ui.endpoints import Endpoints
 from ui.feedback import WARNING, done, problem
+from ui.forms import shown
 
 REFRESH_SECONDS = 2.0
 # A click on a job row selects that job: rows carry their job id (tables.to_html keys).
@@ -20,7 +21,6 @@ element.addEventListener('click', (event) => {
 });
 """
 LOG_LINES = 60
-EVAL_TITLES = {False: "Evaluation per epoch", True: "Evaluation per layer (probe sweep)"}
 
 
 @dataclass
@@ -34,7 +34,8 @@ def summary(job: dict[str, Any]) -> str:
     """The header line of the selected job."""
     parts = [f"**{job['status']}**", tables.progress(job)]
     if job.get("total_epochs"):
-        parts.append(f"epoch {job.get('epoch') or 0}/{job['total_epochs']}")
+        unit = "layers probed" if charts.is_sweep(job.get("series") or {}) else "epoch"
+        parts.append(f"{unit} {job.get('epoch') or 0}/{job['total_epochs']}")
     if job.get("total_steps"):
         parts.append(f"step {job.get('step') or 0}/{job['total_steps']}")
     if job["status"] == "running" and job.get("eta_seconds") is not None:
@@ -66,7 +67,18 @@ def actions(status: str | None) -> tuple[Any, Any, Any]:
 
 def nothing_selected(text: str) -> tuple[Any, ...]:
     """Detail outputs when no job is shown: a hint, empty curves and log, no actions."""
-    return (text, "", None, None, "", *actions(None), None)
+    return (text, "", None, *evaluation(None, sweep=False), "", *actions(None), None)
+
+
+def evaluation(frame: Any, *, sweep: bool) -> tuple[Any, Any]:
+    """Values for the per-epoch and the per-layer plot: one shown, the other hidden.
+
+    Two plots rather than one retitled plot: a Gradio plot whose title changes in the
+    same update as its data redraws with the previous data.
+    """
+    if sweep:
+        return gr.update(visible=shown(False)), gr.update(value=frame, visible=True)
+    return gr.update(value=frame, visible=True), gr.update(visible=shown(False))
 
 
 class _Handlers:
@@ -102,16 +114,11 @@ class _Handlers:
             job["log"][-1] if job["log"] else "",
         )
         if signature == (tuple(last) if last else None):
-            curves: tuple[Any, ...] = (gr.skip(), gr.skip(), gr.skip())
+            curves: tuple[Any, ...] = (gr.skip(), gr.skip(), gr.skip(), gr.skip())
         else:
-            sweep = bool(((job.get("config") or {}).get("method_config") or {}).get("sweep_layers"))
             curves = (
                 charts.loss_curve(job["series"]),
-                gr.LinePlot(
-                    charts.epoch_curves(job["series"], by_layer=sweep),
-                    title=EVAL_TITLES[sweep],
-                    x_title="layer (0 = embeddings)" if sweep else "epoch",
-                ),
+                *evaluation(charts.epoch_curves(job["series"]), sweep=charts.is_sweep(job["series"])),
                 "\n".join(job["log"]),
             )
         return (table, summary(job), error_text(job), *curves, *actions(job["status"]), signature)
@@ -180,15 +187,26 @@ def build_runs_tab(endpoints: Endpoints, demo: gr.Blocks) -> RunsTab:
             x="epoch",
             y="value",
             color="metric",
-            title=EVAL_TITLES[False],
+            title="Evaluation per epoch",
             label="Evaluation",
             x_title="epoch",
             y_lim=[0, 1],
         )
+        layers = gr.LinePlot(
+            x="epoch",  # charts.epoch_curves puts a sweep's layer in this column
+            y="value",
+            color="metric",
+            title="Evaluation per layer (probe sweep)",
+            label="Evaluation by layer",
+            elem_id="run-layers",
+            x_title="layer (0 = embeddings)",
+            y_lim=[0, 1],
+            visible=False,
+        )
     log = gr.Textbox(label="Log (last lines)", lines=10, max_lines=10, autoscroll=True, interactive=False)
 
     private: dict[str, Any] = {"api_visibility": "private"}
-    outputs = [table, header, error, loss, evals, log, cancel, resume, delete, last]
+    outputs = [table, header, error, loss, evals, layers, log, cancel, resume, delete, last]
     quiet: dict[str, Any] = {"show_progress": "hidden", **private}  # no spinner every 2 s
     gr.Timer(REFRESH_SECONDS).tick(h.tick, [selected, last], outputs, **quiet)
     demo.load(h.tick, [selected, last], outputs, **quiet)
