@@ -96,26 +96,25 @@ def _runs(compare: dict[str, Any]) -> dict[str, str]:
     return {str(row["id"]): run_label(row["id"], row["name"]) for row in compare.get("table", [])}
 
 
-def compare_loss(compare: dict[str, Any]) -> pd.DataFrame:
-    """Every run's training loss by step, one ``run`` per line."""
+def _per_run(compare: dict[str, Any], key: str, x: str, y: str) -> pd.DataFrame:
+    """Series ``key`` of every compared run as (x, y, run) rows, one ``run`` per line."""
     runs = _runs(compare)
     rows = [
-        {"step": p[0], "loss": p[1], "run": runs.get(str(job_id), f"#{job_id}")}
+        {x: p[0], y: p[1], "run": runs.get(str(job_id), f"#{job_id}")}
         for job_id, series in (compare.get("series") or {}).items()
-        for p in series.get("train_loss") or []
+        for p in series.get(key) or []
     ]
-    return pd.DataFrame(rows, columns=["step", "loss", "run"])
+    return pd.DataFrame(rows, columns=[x, y, "run"])
+
+
+def compare_loss(compare: dict[str, Any]) -> pd.DataFrame:
+    """Every run's training loss by step."""
+    return _per_run(compare, "train_loss", "step", "loss")
 
 
 def compare_eval(compare: dict[str, Any]) -> pd.DataFrame:
-    """Every run's evaluation accuracy by epoch, one ``run`` per line."""
-    runs = _runs(compare)
-    rows = [
-        {"epoch": p[0], "accuracy": p[1], "run": runs.get(str(job_id), f"#{job_id}")}
-        for job_id, series in (compare.get("series") or {}).items()
-        for p in series.get("eval_accuracy") or []
-    ]
-    return pd.DataFrame(rows, columns=["epoch", "accuracy", "run"])
+    """Every run's evaluation accuracy by epoch (layer sweeps have none: they are by layer)."""
+    return _per_run(compare, "eval_accuracy", "epoch", "accuracy")
 
 
 def accuracy_vs_params(compare: dict[str, Any]) -> pd.DataFrame:

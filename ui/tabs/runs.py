@@ -159,6 +159,13 @@ class _Handlers:
         return done(f"Deleted job #{selected} and its files."), None
 
 
+def evaluation_plot(title: str, label: str, x_title: str, **extra: Any) -> gr.LinePlot:
+    """Accuracy and macro-F1 (0 to 1) against charts.epoch_curves' "epoch" column."""
+    return gr.LinePlot(
+        x="epoch", y="value", color="metric", title=title, label=label, x_title=x_title, y_lim=[0, 1], **extra
+    )
+
+
 def build_runs_tab(endpoints: Endpoints, demo: gr.Blocks) -> RunsTab:
     """Lay out the Runs tab and wire its events (call inside a ``gr.Tab``)."""
     h = _Handlers(endpoints)
@@ -183,25 +190,13 @@ def build_runs_tab(endpoints: Endpoints, demo: gr.Blocks) -> RunsTab:
             y_title="loss",
             y_lim=[0, None],
         )
-        evals = gr.LinePlot(
-            x="epoch",
-            y="value",
-            color="metric",
-            title="Evaluation per epoch",
-            label="Evaluation",
-            x_title="epoch",
-            y_lim=[0, 1],
-        )
-        layers = gr.LinePlot(
-            x="epoch",  # charts.epoch_curves puts a sweep's layer in this column
-            y="value",
-            color="metric",
-            title="Evaluation per layer (probe sweep)",
-            label="Evaluation by layer",
+        evals = evaluation_plot("Evaluation per epoch", "Evaluation", "epoch")
+        layers = evaluation_plot(
+            "Evaluation per layer (probe sweep)",
+            "Evaluation by layer",
+            "layer (0 = embeddings)",  # charts.epoch_curves puts a sweep's layer in "epoch"
             elem_id="run-layers",
-            x_title="layer (0 = embeddings)",
-            y_lim=[0, 1],
-            visible=False,
+            visible=shown(False),
         )
     log = gr.Textbox(label="Log (last lines)", lines=10, max_lines=10, autoscroll=True, interactive=False)
 
