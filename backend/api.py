@@ -172,6 +172,25 @@ class Workbench:
             "text": counted.describe(),
         }
 
+    def plan_run(
+        self,
+        dataset_id: int,
+        method: str,
+        method_config: dict[str, Any] | None = None,
+        *,
+        has_eval_file: bool = False,
+        **settings: Any,
+    ) -> dict[str, Any]:
+        """Epochs, optimizer steps and learning-rate candidates a launch would use (before launch)."""
+        from backend.autotune import describe_plan
+
+        row = datasets.get(self.db, dataset_id)
+        if row is None:
+            raise ConfigError(f"no dataset {dataset_id}")
+        cfg = TrainConfig(data=row.path, method=method, method_config=dict(method_config or {}), **settings)
+        validate(cfg)
+        return describe_plan(cfg, row.rows - (row.invalid_rows or 0), has_eval_file)
+
     def device_info(self) -> dict[str, Any]:
         """Where jobs will train: {device, gpus, name}."""
         import torch
@@ -329,6 +348,7 @@ class Workbench:
             series = {j.id: views.series(session, j.id) for j in jobs}
         return {
             "table": [views.compare_row(j) for j in jobs],
+            "baselines": views.majority_rows(jobs),
             "series": series,
             "config_diff": views.config_diff({j.id: j.config for j in jobs}),
             "per_class_f1": {j.id: views.per_class_f1(j) for j in jobs},

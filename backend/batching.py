@@ -26,6 +26,14 @@ class Encoded:
     def __len__(self) -> int:
         return len(self.labels)
 
+    def subset(self, indices: list[int]) -> Encoded:
+        """The rows ``indices`` as their own Encoded, without tokenizing again."""
+        part = object.__new__(Encoded)
+        part.features = [self.features[i] for i in indices]
+        part.labels = [self.labels[i] for i in indices]
+        part.tokenizer = self.tokenizer
+        return part
+
     def batch(self, indices: list[int], pad_to: int | None = None) -> dict[str, torch.Tensor]:
         """Collate rows ``indices``; ``pad_to`` forces a fixed length (benchmarks only)."""
         rows = [self.features[i] for i in indices]

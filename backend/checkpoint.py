@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import torch
 from safetensors.torch import load_file, save_file
@@ -42,6 +42,7 @@ def save(directory: Path, fitter: Fitter, epoch: int) -> None:
         "best": fitter.best,
         "history": fitter.history,
         "epoch_seconds": fitter.epoch_seconds,
+        "resolved": fitter.resolved,  # what "auto" chose: a resume trains on with the same numbers
     }
     tmp = directory / "state.json.tmp"
     tmp.write_text(json.dumps(state))
@@ -52,6 +53,14 @@ def last_epoch(directory: Path) -> int | None:
     """The epoch a checkpoint folder holds, or None when it holds none."""
     path = Path(directory) / "state.json"
     return json.loads(path.read_text())["epoch"] if path.is_file() else None
+
+
+def resolved_settings(directory: Path) -> dict[str, Any] | None:
+    """The learning rate, epochs and search record the checkpointed run trained with."""
+    path = Path(directory) / "state.json"
+    if not path.is_file():
+        return None
+    return json.loads(path.read_text()).get("resolved") or None
 
 
 def load(directory: Path, fitter: Fitter) -> int:

@@ -52,10 +52,25 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
         help="any other method setting, e.g. --set pooling=cls --set placement=parallel",
     )
     p.add_argument("--quant", default="none", choices=("none", "8bit", "4bit"))
-    p.add_argument("--epochs", type=int)
+    p.add_argument(
+        "--epochs",
+        default="auto",
+        help="'auto' (default: enough optimizer steps for the data, with early stopping) or a number",
+    )
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--grad-accum", type=int, default=1)
-    p.add_argument("--lr", type=float, help="learning rate (default: the method's)")
+    p.add_argument(
+        "--lr",
+        default="auto",
+        help="'auto' (default: a short search on the training data picks it) or a number, "
+        "e.g. 2e-3; 'default' uses the method's fixed default",
+    )
+    p.add_argument(
+        "--patience",
+        type=int,
+        default=3,
+        help="stop after this many epochs without improvement on the evaluation set (0: never)",
+    )
     p.add_argument("--max-length", type=int, default=128)
     p.add_argument("--max-train-samples", type=int)
     p.add_argument("--eval-fraction", type=float, default=0.1)
@@ -119,7 +134,8 @@ def train_config_from_args(args: argparse.Namespace) -> Any:
         epochs=args.epochs,
         batch_size=args.batch_size,
         grad_accum=args.grad_accum,
-        lr=args.lr,
+        lr=None if args.lr == "default" else args.lr,
+        early_stopping_patience=args.patience,
         max_length=args.max_length,
         max_train_samples=args.max_train_samples,
         eval_fraction=args.eval_fraction,

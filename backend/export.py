@@ -69,7 +69,9 @@ def write_common(
     (out_dir / "labels.json").write_text(
         json.dumps({"id2label": data.id2label, "label2id": data.label2id}, indent=2)
     )
-    (out_dir / "training_config.json").write_text(json.dumps(cfg.to_dict(), indent=2))
+    # The numbers the run trained with, and what "auto" asked for and chose (candidates, scores).
+    record = {**cfg.to_dict(), "requested": summary.get("requested"), "lr_search": summary.get("lr_search")}
+    (out_dir / "training_config.json").write_text(json.dumps(record, indent=2))
     manifest = {
         "format_version": FORMAT_VERSION,
         "method": cfg.method,

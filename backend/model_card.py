@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from backend.autotune import describe_search
 from backend.callbacks import SUMMARY_METRICS
 from backend.train_config import TrainConfig
 
@@ -46,6 +47,28 @@ def model(**enc):
 }
 
 
+def autotune_lines(summary: dict[str, Any]) -> str:
+    """How "auto" set the epochs and learning rate, and the "did not learn" flag, as card bullets."""
+    lines = []
+    requested = summary.get("requested") or {}
+    if requested.get("epochs") == "auto":
+        lines.append(f"- Epochs auto: planned {summary.get('epochs')} from the dataset's size")
+    if summary.get("stopped_early"):
+        lines.append(
+            f"- Early stopping after epoch {summary['stopped_early']}; the best epoch "
+            f"({summary.get('best_epoch')}) was kept"
+        )
+    search = summary.get("lr_search")
+    if search:
+        lines.append(f"- Learning rate auto: {describe_search(search)}")
+    baseline = summary.get("majority_baseline")
+    if baseline:
+        lines.append(f"- Majority-class reference on the evaluation set: accuracy {baseline['accuracy']:.4f}")
+    if summary.get("learning_flag"):
+        lines.append(f"- **Warning: {summary['learning_flag']}**")
+    return "\n".join(lines) + ("\n" if lines else "")
+
+
 def render_model_card(manifest: dict[str, Any], cfg: TrainConfig, summary: dict[str, Any]) -> str:
     """Markdown: base model, method, hyperparameters, metrics, and a load-and-predict snippet."""
     lib = manifest["library"]
@@ -79,7 +102,7 @@ Trained with the adaptation workbench. Labels: {", ".join(manifest["label_names"
 - Quantization of the base during training: {manifest["quant"]}
 - Epochs {cfg.effective_epochs}, learning rate {cfg.effective_lr}, batch size {cfg.batch_size},
   max length {cfg.max_length}, seed {cfg.seed}
-
+{autotune_lines(summary)}
 ## Method settings
 | setting | value |
 |---|---|

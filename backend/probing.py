@@ -12,6 +12,8 @@ import hashlib
 import json
 import math
 import time
+from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -20,14 +22,32 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from backend import export
+from backend.autotune import (
+    RunLength,
+    autotune_summary,
+    better,
+    epochs_without_improvement,
+    learning_check,
+    plan_epochs,
+)
 from backend.batching import Encoded
 from backend.callbacks import Callback, EpochInfo, StepInfo, TrainingCancelled
 from backend.data import PreparedData, Split
-from backend.evaluation import classification_metrics
+from backend.evaluation import metrics_from_probs
+from backend.lr_search import (
+    WARMUP_SHARE,
+    batches_forever,
+    holdout_split,
+    plan_schedule,
+    result_dict,
+    search_batch_size,
+    successive_halving,
+)
+from backend.methods import registry
 from backend.methods.probe import Config, resolve_layer
 from backend.models import ModelInfo
 from backend.probe_head import ProbeHead, pool
-from backend.train_config import TrainConfig
+from backend.train_config import AUTO, TrainConfig
 
 
 def cache_key(info: ModelInfo, quant: str, split: Split, max_length: int, pooling: str) -> str:
@@ -106,6 +126,60 @@ def cached_features(cache_dir: Path | None, key: str, compute: Any) -> tuple[tor
     return feats, False
 
 
+class HeadTrial:
+    """One learning-rate candidate for a probe head (see backend.lr_search)."""
+
+    def __init__(self, lr: float, x: torch.Tensor, y: torch.Tensor, held: tuple[torch.Tensor, np.ndarray],
+                 pcfg: Config, cfg: TrainConfig, label_names: list[str], warmup: int,
+                 batch_size: int) -> None:  # fmt: skip
+        torch.manual_seed(cfg.seed)  # every candidate starts from the same head
+        self.head = ProbeHead(x.shape[1], len(label_names), pcfg.head, pcfg.hidden_size)
+        self.opt = torch.optim.AdamW(self.head.parameters(), lr=lr, weight_decay=cfg.weight_decay)
+        self.lr, self.x, self.y, self.held, self.cfg = lr, x, y, held, cfg
+        self.label_names, self.warmup, self.done = label_names, warmup, 0
+        self.batches = batches_forever(len(y), batch_size, cfg.seed)
+
+    def advance(self, steps: int, cancelled: Callable[[], bool]) -> bool:
+        self.head.train()
+        for _ in range(steps):
+            for group in self.opt.param_groups:
+                group["lr"] = self.lr * min(1.0, (self.done + 1) / self.warmup)
+            idx = next(self.batches)
+            loss = torch.nn.functional.cross_entropy(self.head(self.x[idx]), self.y[idx])
+            self.done += 1
+            if not torch.isfinite(loss):
+                return False
+            self.opt.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(self.head.parameters(), self.cfg.max_grad_norm)
+            self.opt.step()
+        return True
+
+    def score(self) -> tuple[float, float]:
+        metrics = evaluate_head(self.head, *self.held, self.label_names)
+        return metrics["eval_loss"], metrics["accuracy"]
+
+
+def search_head_lr(
+    x: torch.Tensor, y: torch.Tensor, pcfg: Config, cfg: TrainConfig, label_names: list[str], epochs: int,
+    cb: Callback,
+) -> dict[str, Any]:  # fmt: skip
+    """The learning-rate search on cached features: training rows only, as for models."""
+    started = time.perf_counter()
+    lrs = registry.get("probe").learning_rates(pcfg)
+    batch_size = search_batch_size(cfg.batch_size)
+    schedule = plan_schedule(len(lrs), len(y), batch_size, epochs * len(y))
+    fit, held = holdout_split(y.tolist(), schedule.holdout_rows, cfg.seed)
+    warmup = max(1, round(WARMUP_SHARE * schedule.total_steps))
+
+    def trial(lr: float) -> HeadTrial:
+        held_out = (x[held], y[held].numpy())
+        return HeadTrial(lr, x[fit], y[fit], held_out, pcfg, cfg, label_names, warmup, batch_size)
+
+    candidates = successive_halving(lrs, trial, schedule, cb)
+    return result_dict(candidates, schedule, time.perf_counter() - started, len(fit))
+
+
 def train_head(
     x: torch.Tensor,
     y: torch.Tensor,
@@ -116,7 +190,11 @@ def train_head(
     label_names: list[str],
     cb: Callback | None,
 ) -> tuple[ProbeHead, dict[str, Any], list[dict[str, Any]]]:
-    """Train one probe head on features; returns the best-epoch head, its metrics, history."""
+    """Train one probe head on features; returns the best-epoch head, its metrics, history.
+
+    ``cfg`` holds numbers here ("auto" was resolved by the caller); early stopping as in
+    the model loop.
+    """
     torch.manual_seed(cfg.seed)
     head = ProbeHead(x.shape[1], len(label_names), pcfg.head, pcfg.hidden_size)
     opt = torch.optim.AdamW(head.parameters(), lr=cfg.effective_lr, weight_decay=cfg.weight_decay)
@@ -159,16 +237,16 @@ def train_head(
                 )
                 t_last = now
         metrics = evaluate_head(head, xe, ye, label_names)
-        is_best = best is None or (metrics["accuracy"], -metrics["eval_loss"]) > (
-            best["accuracy"],
-            -best["eval_loss"],
-        )
+        is_best = better(metrics, best)
         if is_best:
             best = {**metrics, "epoch": epoch}
             best_state = {k: v.clone() for k, v in head.state_dict().items()}
         history.append({"epoch": epoch, "train_loss": float(np.mean(losses)), **metrics})
         if cb is not None:
             cb.on_epoch(EpochInfo(epoch, epochs, step, metrics, float(np.mean(losses)), is_best))
+        patience = cfg.early_stopping_patience
+        if patience and epochs_without_improvement(history) >= patience:
+            break
     head.load_state_dict(best_state)
     return head, best, history
 
@@ -178,10 +256,7 @@ def evaluate_head(
     head: ProbeHead, xe: torch.Tensor, ye: np.ndarray, label_names: list[str]
 ) -> dict[str, Any]:
     head.eval()
-    probs = torch.softmax(head(xe), -1).numpy()
-    metrics = classification_metrics(ye, probs.argmax(-1), label_names)
-    metrics["eval_loss"] = float(-np.log(np.clip(probs[np.arange(len(ye)), ye], 1e-12, None)).mean())
-    return metrics
+    return metrics_from_probs(ye, torch.softmax(head(xe), -1).numpy(), label_names)
 
 
 def run_probe(
@@ -234,13 +309,20 @@ def run_probe(
     )
     results = []
     t0 = time.perf_counter()
+    plan, requested, search_seconds = plan_epochs(cfg, len(y)), {"lr": cfg.lr, "epochs": cfg.epochs}, 0.0
     for layer in layers:
         if cb.should_cancel():
             raise TrainingCancelled(f"cancelled after {len(results)} of {len(layers)} layers")
+        search = None
+        if cfg.lr == AUTO:
+            search = search_head_lr(ftrain[layer], y, pcfg, cfg, data.label_names, plan.epochs, cb)
+            search_seconds += search["seconds"]
+        layer_cfg = replace(cfg, epochs=plan.epochs, lr=search["chosen"] if search else cfg.lr)
         head, best, history = train_head(
-            ftrain[layer], y, feval[layer], ye, pcfg, cfg, data.label_names, None if pcfg.sweep_layers else cb
-        )
-        results.append((layer, head, best, history))
+            ftrain[layer], y, feval[layer], ye, pcfg, layer_cfg, data.label_names,
+            None if pcfg.sweep_layers else cb,
+        )  # fmt: skip
+        results.append((layer, head, best, history, layer_cfg, search))
         if pcfg.sweep_layers:
             cb.on_log(f"layer {layer}: accuracy {best['accuracy']:.4f}")
             cb.on_epoch(
@@ -255,7 +337,11 @@ def run_probe(
                 )
             )
     head_seconds = time.perf_counter() - t0
-    layer, head, best, history = max(results, key=lambda r: (r[2]["accuracy"], -r[2]["eval_loss"]))
+    layer, head, best, history, cfg, search = max(
+        results, key=lambda r: (r[2]["accuracy"], -r[2]["eval_loss"])
+    )
+    train_seconds = time.perf_counter() - started
+    length = RunLength(len(history), len(history) if len(history) < plan.epochs else None, 0)
     summary = {
         "method": "probe",
         "quant": cfg.quant,
@@ -269,7 +355,7 @@ def run_probe(
         "total_params": count_parameters(
             info.path, "probe", cfg.method_config, tuple(data.label_names)
         ).total,
-        "train_seconds": round(time.perf_counter() - started, 3),
+        "train_seconds": round(train_seconds, 3),
         "feature_seconds": round(feature_seconds, 3),
         "features_cached": hit_t and hit_e,
         "seconds_per_epoch": round(head_seconds / (len(results) * cfg.effective_epochs), 4),
@@ -288,6 +374,8 @@ def run_probe(
         ]
         if pcfg.sweep_layers
         else None,
+        **autotune_summary(cfg, requested, plan, search, search_seconds, train_seconds, length),
+        **learning_check(best["accuracy"], data, cfg, plan, search is not None),
     }
     eval_probs = torch.softmax(head.eval()(feval[layer]), -1).detach().numpy()
     summary.update(save_probe(out_dir, head, layer, pcfg, cfg, info, tokenizer, data, summary, eval_probs))

@@ -5,12 +5,12 @@ No database and no UI here: progress goes out through a :class:`Callback`.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import random
 import resource
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -18,16 +18,27 @@ import numpy as np
 import torch
 
 from backend import checkpoint, export
+from backend.autotune import (
+    EpochPlan,
+    RunLength,
+    autotune_summary,
+    better,
+    describe_search,
+    epochs_without_improvement,
+    learning_check,
+    plan_epochs,
+)
 from backend.batching import Encoded
 from backend.callbacks import Callback, EpochInfo, StepInfo, TrainingCancelled
 from backend.data import PreparedData, prepare
 from backend.errors import ConfigError
-from backend.evaluation import classification_metrics
+from backend.evaluation import autocast, evaluate, predict_probs
+from backend.lr_search import search_model_lr
 from backend.methods import registry
 from backend.methods.base import BuildContext
 from backend.models import ModelInfo, load_classifier, load_tokenizer, model_info
 from backend.params import count, count_parameters
-from backend.train_config import TrainConfig, validate
+from backend.train_config import AUTO, TrainConfig, validate
 
 
 def seed_everything(seed: int) -> None:
@@ -47,14 +58,6 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
-def autocast(device: torch.device) -> contextlib.AbstractContextManager[Any]:
-    """bf16 autocast on GPUs that support it, fp16 otherwise; plain fp32 on the CPU."""
-    if device.type != "cuda":
-        return contextlib.nullcontext()
-    dtype = torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
-    return torch.autocast("cuda", dtype=dtype)
-
-
 def load_data(cfg: TrainConfig) -> PreparedData:
     return prepare(
         cfg.data,
@@ -69,39 +72,8 @@ def load_data(cfg: TrainConfig) -> PreparedData:
     )
 
 
-@torch.no_grad()
-def predict_probs(model: Any, enc: Encoded, device: torch.device, batch_size: int = 64) -> np.ndarray:
-    """Class probabilities for every row of ``enc`` (eval mode, no padding beyond the batch)."""
-    was_training = model.training
-    model.eval()
-    out = []
-    for batch in enc.batches(batch_size, shuffle=False):
-        batch.pop("labels")
-        with autocast(device):
-            logits = model(**{k: v.to(device) for k, v in batch.items()}).logits
-        out.append(torch.softmax(logits.float(), -1).cpu())
-    model.train(was_training)
-    return torch.cat(out).numpy()
-
-
-def evaluate(model: Any, enc: Encoded, label_names: list[str], device: torch.device) -> dict[str, Any]:
-    probs = predict_probs(model, enc, device)
-    labels = np.asarray(enc.labels)
-    eval_loss = float(-np.log(np.clip(probs[np.arange(len(labels)), labels], 1e-12, None)).mean())
-    metrics = classification_metrics(labels, probs.argmax(-1), label_names)
-    metrics["eval_loss"] = eval_loss
-    return metrics
-
-
 def trainable_state(model: Any) -> dict[str, torch.Tensor]:
     return {n: p.detach().cpu().clone() for n, p in model.named_parameters() if p.requires_grad}
-
-
-def better(new: dict[str, Any], best: dict[str, Any] | None) -> bool:
-    """Best epoch: highest accuracy, ties broken by lower eval loss."""
-    if best is None:
-        return True
-    return (new["accuracy"], -new["eval_loss"]) > (best["accuracy"], -best["eval_loss"])
 
 
 class Fitter:
@@ -133,6 +105,8 @@ class Fitter:
         self.best_state: dict[str, torch.Tensor] | None = None
         self.epoch_seconds: list[float] = []
         self.pad_to: int | None = None  # fixed-length padding, only to benchmark against it
+        self.stopped_early: int | None = None  # the epoch early stopping ended the run after
+        self.resolved: dict[str, Any] = {}  # what "auto" chose; checkpoints keep it for resume
 
     def run(self, start_epoch: int = 1, checkpoint_dir: Path | None = None) -> None:
         self.model.train()
@@ -156,6 +130,21 @@ class Fitter:
             if checkpoint_dir is not None:
                 checkpoint.save(checkpoint_dir, self, epoch)
                 self.cb.on_checkpoint(epoch, str(checkpoint_dir))
+            if self._patience_exhausted(epoch):
+                break
+
+    def _patience_exhausted(self, epoch: int) -> bool:
+        """Early stopping: ``early_stopping_patience`` evaluations in a row without improvement."""
+        patience = self.cfg.early_stopping_patience
+        stale = epochs_without_improvement(self.history)
+        if not patience or stale < patience or epoch >= self.cfg.effective_epochs:
+            return False
+        self.stopped_early = epoch
+        self.cb.on_log(
+            f"early stopping after epoch {epoch}: no improvement for {stale} epochs "
+            f"(patience {patience}); keeping epoch {self.best['epoch'] if self.best else '?'}"
+        )
+        return True
 
     def _epoch(self, epoch: int, start: float) -> float:
         cfg, losses = self.cfg, []
@@ -210,6 +199,46 @@ def build_model(
     return model
 
 
+def resolve_auto(
+    cfg: TrainConfig,
+    model: Any,
+    train_enc: Encoded,
+    label_names: list[str],
+    device: torch.device,
+    cb: Callback,
+    resume_from: Path | None,
+) -> tuple[TrainConfig, EpochPlan, dict[str, Any] | None]:
+    """Turn "auto" epochs and learning rate into numbers (a typed value always wins).
+
+    A resumed run takes the numbers its checkpoint recorded, so it never searches twice.
+    """
+    plan = plan_epochs(cfg, len(train_enc))
+    resolved = checkpoint.resolved_settings(resume_from) if resume_from else None
+    if resolved is not None:
+        plan = EpochPlan(int(resolved["epochs"]), plan.steps_per_epoch, plan.auto)
+        return replace(cfg, epochs=plan.epochs, lr=resolved["lr"]), plan, resolved.get("lr_search")
+    search = None
+    if cfg.lr == AUTO:
+        search = search_model_lr(
+            model,
+            train_enc,
+            registry.get(cfg.method).learning_rates(cfg.method_settings()),
+            planned_samples=plan.epochs * len(train_enc),
+            label_names=label_names,
+            device=device,
+            batch_size=cfg.batch_size,
+            weight_decay=cfg.weight_decay,
+            max_grad_norm=cfg.max_grad_norm,
+            seed=cfg.seed,
+            cb=cb,
+        )
+        cb.on_log(describe_search(search))
+        seed_everything(cfg.seed)  # the run's own randomness does not depend on the search
+    if plan.auto:
+        cb.on_log(f"epochs auto: {plan.describe()}")
+    return replace(cfg, epochs=plan.epochs, lr=search["chosen"] if search else cfg.lr), plan, search
+
+
 def run_training(
     cfg: TrainConfig,
     out_dir: str | Path,
@@ -238,7 +267,12 @@ def run_training(
     device = pick_device(cfg.device) if cfg.quant == "none" else next(model.parameters()).device
     train_enc = Encoded(tokenizer, data.train, cfg.max_length)
     eval_enc = Encoded(tokenizer, data.eval, cfg.max_length)
+    requested = {"lr": cfg.lr, "epochs": cfg.epochs}
+    search_started = time.perf_counter()
+    cfg, plan, search = resolve_auto(cfg, model, train_enc, data.label_names, device, cb, resume_from)
+    search_seconds = time.perf_counter() - search_started if search and not resume_from else 0.0
     fitter = Fitter(model, cfg, train_enc, eval_enc, data.label_names, device, cb)
+    fitter.resolved = {"lr": cfg.lr, "epochs": cfg.epochs, "lr_search": search}
     counts = count_parameters(
         cfg.model,
         cfg.method,
@@ -252,9 +286,11 @@ def run_training(
             "trainable_params": live.trainable,
             "total_params": counts.total,
             "total_steps": fitter.total_steps,
+            "total_epochs": plan.epochs,
             "device": str(device),
             "train_rows": len(train_enc),
             "eval_rows": len(eval_enc),
+            "lr": cfg.effective_lr,
         }
     )
     start_epoch = checkpoint.load(resume_from, fitter) + 1 if resume_from else 1
@@ -278,7 +314,19 @@ def run_training(
         "peak_gpu_mb": round(torch.cuda.max_memory_allocated() / 2**20, 1) if device.type == "cuda" else None,
         "train_rows": len(train_enc),
         "eval_rows": len(eval_enc),
+        **autotune_summary(
+            cfg,
+            requested,
+            plan,
+            search,
+            search_seconds,
+            train_seconds,
+            RunLength(len(fitter.history), fitter.stopped_early, fitter.step),
+        ),
+        **learning_check(fitter.best["accuracy"], data, cfg, plan, search is not None),
     }
+    if summary["learning_flag"]:
+        cb.on_log(f"warning: {summary['learning_flag']}")
     probs = predict_probs(model, eval_enc, device)
     art = export.save_run(
         Path(out_dir),

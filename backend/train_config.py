@@ -11,6 +11,27 @@ from backend.methods import registry
 from backend.models import DEFAULT_MODEL
 
 QUANT_CHOICES = ("none", "8bit", "4bit")
+AUTO = "auto"
+
+
+def parse_auto(name: str, value: Any, kind: type) -> Any:
+    """``"auto"``, None (the method's fixed default) or a number of ``kind``.
+
+    Numbers typed as text (the CLI, a JSON client) are accepted; anything else is a
+    ConfigError that says what is allowed.
+    """
+    if value is None or value == AUTO:
+        return value
+    if isinstance(value, bool):
+        raise ConfigError(f"{name} must be 'auto' or a number, not {value!r}")
+    try:
+        number = kind(value) if isinstance(value, str) else value
+    except ValueError:
+        raise ConfigError(f"{name} must be 'auto' or a number, not {value!r}") from None
+    if not isinstance(number, int | float) or (kind is int and number != int(number)):
+        what = "an integer" if kind is int else "a number"
+        raise ConfigError(f"{name} must be 'auto' or {what}, not {value!r}")
+    return kind(number)
 
 
 @dataclass
@@ -26,13 +47,17 @@ class TrainConfig:
     model: str = DEFAULT_MODEL
     method_config: dict[str, Any] = field(default_factory=dict)
     quant: str = "none"
-    epochs: int | None = None  # None: the method's default
+    # "auto": sized from the data (enough optimizer steps); None: the method's fixed default.
+    epochs: int | str | None = AUTO
     batch_size: int = 32
     grad_accum: int = 1
-    lr: float | None = None  # None: the method's default
+    # "auto": a short search on the training data picks it; None: the method's fixed default.
+    lr: float | str | None = AUTO
     weight_decay: float = 0.01
     warmup_ratio: float = 0.1
     max_grad_norm: float = 1.0
+    # Stop after this many evaluations without improvement (0: never stop early).
+    early_stopping_patience: int = 3
     max_length: int = 128
     max_train_samples: int | None = None
     eval_fraction: float = 0.1
@@ -53,11 +78,17 @@ class TrainConfig:
 
     @property
     def effective_lr(self) -> float:
-        return self.lr if self.lr is not None else registry.get(self.method).default_lr
+        """The learning rate to train with; "auto" must have been resolved (see backend.autotune)."""
+        if self.lr == AUTO:
+            raise RuntimeError("learning rate 'auto' is resolved before training starts")
+        return float(self.lr) if self.lr is not None else registry.get(self.method).default_lr
 
     @property
     def effective_epochs(self) -> int:
-        return self.epochs if self.epochs is not None else registry.get(self.method).default_epochs
+        """The epoch count to train for; "auto" must have been resolved (see backend.autotune)."""
+        if self.epochs == AUTO:
+            raise RuntimeError("epochs 'auto' are resolved before training starts")
+        return int(self.epochs) if self.epochs is not None else registry.get(self.method).default_epochs
 
     def method_settings(self) -> Any:
         """The method's typed Config (validated)."""
@@ -82,8 +113,14 @@ def validate(cfg: TrainConfig) -> None:
             f"{spec.label} updates every weight, which cannot be done on a {cfg.quant} quantized base; "
             "choose quantization 'none' or a method that keeps the base frozen (e.g. LoRA)"
         )
-    for name in ("epochs", "batch_size", "grad_accum", "lr", "max_length", "max_train_samples"):
+    cfg.epochs = parse_auto("epochs", cfg.epochs, int)
+    cfg.lr = parse_auto("learning rate", cfg.lr, float)
+    for name in ("batch_size", "grad_accum", "max_length", "max_train_samples"):
         _positive(name, getattr(cfg, name))
+    for name in ("epochs", "lr"):
+        if getattr(cfg, name) != AUTO:
+            _positive(name, getattr(cfg, name))
+    _positive("early_stopping_patience", cfg.early_stopping_patience, allow_zero=True)
     _positive("weight_decay", cfg.weight_decay, allow_zero=True)
     if not 0 <= cfg.warmup_ratio < 1:
         raise ConfigError(f"warmup_ratio must be in [0, 1), got {cfg.warmup_ratio}")

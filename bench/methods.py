@@ -60,6 +60,11 @@ def train_cli(method: str, out: Path, train: Path, epochs: int, extra: list[str]
         method,
         "--out",
         str(out),
+        # BASELINE.md's protocol: each method's fixed learning rate, every epoch trained.
+        "--lr",
+        "default",
+        "--patience",
+        "0",
         *extra,
     ]
     if method != "probe":
@@ -85,7 +90,8 @@ def probe_cached_vs_naive(train: Path, epochs: int) -> dict[str, Any]:
     from backend.train import load_data
     from backend.train_config import TrainConfig
 
-    cfg = TrainConfig(data=str(train), eval_data=str(SST2 / "dev.csv"), method="probe", epochs=epochs)
+    dev = str(SST2 / "dev.csv")
+    cfg = TrainConfig(data=str(train), eval_data=dev, method="probe", epochs=epochs, lr=None)
     data, info = load_data(cfg), model_info(cfg.model)
     tok, pcfg = load_tokenizer(info), Config()
     enc_train, enc_eval = Encoded(tok, data.train, 128), Encoded(tok, data.eval, 128)
@@ -164,7 +170,7 @@ def lora_setup(train: Path) -> tuple[Any, Any, Any, Any]:
     from backend.train import load_data, seed_everything
     from backend.train_config import TrainConfig
 
-    cfg = TrainConfig(data=str(train), eval_data=str(SST2 / "dev.csv"), method="lora", epochs=1)
+    cfg = TrainConfig(data=str(train), eval_data=str(SST2 / "dev.csv"), method="lora", epochs=1, lr=None)
     data, info = load_data(cfg), model_info(cfg.model)
     tok = load_tokenizer(info)
     seed_everything(0)

@@ -95,6 +95,7 @@ def job_row(job: Job, dataset_name: str | None) -> dict[str, Any]:
         "started": iso(job.started_at),
         "finished": iso(job.finished_at),
         "error": job.error,
+        "learning_flag": (job.summary or {}).get("learning_flag"),
         "resumed_from": job.resumed_from_id,
         "cancel_requested": job.cancel_requested_at is not None,
     }
@@ -122,6 +123,7 @@ def job_detail(job: Job, dataset_name: str | None, series: dict[str, Any], log_t
     )
     if job.summary and job.summary.get("layer_accuracy"):
         detail["layer_accuracy"] = job.summary["layer_accuracy"]
+    detail["lr_search"] = (job.summary or {}).get("lr_search")
     return detail
 
 
@@ -201,7 +203,30 @@ def compare_row(job: Job) -> dict[str, Any]:
         "knobs": knobs(job.method, (job.config or {}).get("method_config")),
         **{field: getattr(job, field) for field in COMPARE_FIELDS},
         "trainable_percent": percent,
+        **learning_rate(job),
+        "learning_flag": (job.summary or {}).get("learning_flag"),
     }
+
+
+def learning_rate(job: Job) -> dict[str, Any]:
+    """The learning rate a run trained with, and whether the search chose it."""
+    summary, config = job.summary or {}, job.config or {}
+    return {"lr": summary.get("lr", config.get("lr")), "lr_auto": bool(summary.get("lr_search"))}
+
+
+def majority_rows(jobs: list[Job]) -> list[dict[str, Any]]:
+    """The majority-class reference for each evaluation set among ``jobs`` (one row per set).
+
+    Always shown beside compared runs: a run is only worth something above this line.
+    """
+    rows: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for job in jobs:
+        baseline = (job.summary or {}).get("majority_baseline")
+        if not baseline:
+            continue
+        key = (job.dataset_id, job.eval_dataset_id, baseline["accuracy"], baseline["macro_f1"])
+        rows.setdefault(key, {"jobs": [], **baseline})["jobs"].append(job.id)
+    return list(rows.values())
 
 
 def per_class_f1(job: Job) -> dict[str, float] | None:

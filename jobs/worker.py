@@ -91,6 +91,8 @@ class JobReporter(Callback):
 
     def on_start(self, info: dict[str, Any]) -> None:
         self._fields.update(device=info.get("device"), total_steps=info.get("total_steps"))
+        if info.get("total_epochs"):  # "auto" epochs are known once the data is loaded
+            self._fields["total_epochs"] = info["total_epochs"]
         self.log.write(f"start: {json.dumps(info)}")
         self.flush()
 
@@ -257,7 +259,7 @@ def train(job: Job, settings: Settings, reporter: JobReporter) -> dict[str, Any]
     resume = Path(job.resume_checkpoint) if job.resume_checkpoint and not probe else None
     if resume is not None:
         reporter.log.write(f"resuming from the checkpoint in {resume}")
-    if not probe:
+    if not probe and isinstance(cfg.epochs, int):
         reporter.expect_epochs(cfg.effective_epochs)
     return run_training(
         cfg,

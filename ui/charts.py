@@ -152,3 +152,27 @@ def per_class_f1(compare: dict[str, Any]) -> tuple[pd.DataFrame, list[str]]:
     frame = pd.DataFrame(rows, columns=["class", "f1", "run", "bar"])
     order = list(frame.sort_values("class", kind="stable")["bar"]) if rows else []
     return frame, order
+
+
+CHOSEN, DROPPED, DIVERGED = "chosen", "dropped", "diverged"
+
+
+def lr_search(search: dict[str, Any] | None) -> pd.DataFrame:
+    """Held-out loss per learning-rate candidate (the value after its last round).
+
+    ``lr`` is text in ascending order ("0.0003" ...): the bar plot orders labels as text,
+    so candidates get a zero-padded rank prefix to keep the numeric order.
+    """
+    rows = []
+    for rank, c in enumerate(sorted((search or {}).get("candidates") or [], key=lambda c: c["lr"])):
+        outcome = DIVERGED if c["diverged"] else CHOSEN if c["lr"] == search["chosen"] else DROPPED
+        loss = None if c["diverged"] or not math.isfinite(c["eval_loss"]) else c["eval_loss"]
+        rows.append(
+            {
+                "lr": f"{rank + 1}. {c['lr']:g}",
+                "held_out_loss": loss if loss is not None else 0.0,
+                "outcome": outcome,
+                "steps": c["steps"],
+            }
+        )
+    return pd.DataFrame(rows, columns=["lr", "held_out_loss", "outcome", "steps"])

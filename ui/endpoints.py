@@ -108,8 +108,8 @@ class Endpoints:
         method: str,
         method_settings: dict[str, Any] | None = None,
         model: str | None = None,
-        epochs: int | None = None,
-        lr: float | None = None,
+        epochs: int | str | None = None,
+        lr: float | str | None = None,
         batch_size: int | None = None,
         max_length: int | None = None,
         quant: str = "none",
@@ -118,7 +118,9 @@ class Endpoints:
     ) -> dict[str, Any]:
         """Queue a training job. ``method`` is a label ("LoRA") or key ("lora");
         ``method_settings`` the method's own settings (e.g. {"rank": 8}); anything
-        left out uses the method's default. Returns {id, name, method, status}.
+        left out uses the method's default. ``epochs`` and ``lr`` are "auto" when left
+        out (sized from the data; picked by a search on the training data); a number wins.
+        Returns {id, name, method, status}.
         """
         spec = self.method(method)
         job_id = self.api.submit(
@@ -145,8 +147,8 @@ class Endpoints:
         method: str,
         method_settings: dict[str, Any] | None,
         model: str | None,
-        epochs: int | None,
-        lr: float | None,
+        epochs: int | str | None,
+        lr: float | str | None,
         batch_size: int | None,
         max_length: int | None,
         quant: str,
@@ -172,7 +174,7 @@ class Endpoints:
             "max_length": max_length,
         }
         cfg.update({k: v for k, v in optional.items() if v is not None})
-        for key in ("epochs", "batch_size", "max_length"):
+        for key in ("batch_size", "max_length"):
             if key in cfg:
                 cfg[key] = int(cfg[key])
         if eval_dataset_id:  # 0/None: hold out part of the training data

@@ -14,12 +14,14 @@ import pandas as pd
 from ui.charts import run_label
 
 RUN_COLUMNS = ["ID", "Name", "Method", "Settings", "Status", "Progress", "ETA", "Accuracy"]
+NO_LEARNING = "⚠ did not learn"
 COMPARE_COLUMNS = [
     "Run",
     "Method",
     "Settings",
     "Accuracy",
     "Macro-F1",
+    "Learning rate",
     "Trainable params",
     "Trainable %",
     "Train time",
@@ -27,6 +29,7 @@ COMPARE_COLUMNS = [
     "Adapter size",
     "Quantization",
     "Status",
+    "Note",
 ]
 
 
@@ -81,15 +84,40 @@ def runs_table(jobs: list[dict[str, Any]]) -> pd.DataFrame:
             j["status"],
             progress(j),
             eta(j),
-            number(j.get("accuracy")),
+            flagged(number(j.get("accuracy")), j.get("learning_flag")),
         ]
         for j in jobs
     ]
     return pd.DataFrame(rows, columns=RUN_COLUMNS)
 
 
+def flagged(text: str, flag: str | None) -> str:
+    """A cell with the "did not learn" mark when the run has that flag."""
+    return f"{text} {NO_LEARNING}" if flag else text
+
+
+def learning_rate(row: dict[str, Any]) -> str:
+    """ "3e-03 (auto)" when the search chose it."""
+    lr = row.get("lr")
+    if lr is None:
+        return "–"
+    return f"{lr:.0e}" + (" (auto)" if row.get("lr_auto") else "")
+
+
+def baseline_rows(compare: dict[str, Any]) -> list[list[str]]:
+    """The majority-class reference rows (one per evaluation set of the compared runs)."""
+    baselines = compare.get("baselines") or []
+    rows = []
+    for b in baselines:
+        runs = "" if len(baselines) == 1 else " for " + ", ".join(f"#{i}" for i in b["jobs"])
+        cells = [f"Majority class (reference){runs}", "–", "always the most frequent label"]
+        cells += [number(b["accuracy"]), number(b["macro_f1"])]
+        rows.append(cells + ["–"] * (len(COMPARE_COLUMNS) - len(cells) - 1) + ["a run must beat this"])
+    return rows
+
+
 def compare_table(compare: dict[str, Any]) -> pd.DataFrame:
-    """The side-by-side comparison table, one row per run."""
+    """The side-by-side comparison table, one row per run, then the majority-class reference."""
     rows = []
     for r in compare.get("table", []):
         trainable = r.get("trainable_params")
@@ -102,6 +130,7 @@ def compare_table(compare: dict[str, Any]) -> pd.DataFrame:
                 r.get("knobs") or "",
                 number(r.get("accuracy")),
                 number(r.get("macro_f1")),
+                learning_rate(r),
                 "–" if trainable is None else f"{trainable:,}",
                 "–" if percent is None else f"{percent:.2f}%",
                 duration(r.get("train_seconds")),
@@ -109,9 +138,10 @@ def compare_table(compare: dict[str, Any]) -> pd.DataFrame:
                 size(r.get("adapter_bytes")),
                 r.get("quant") or "none",
                 r.get("status") or "",
+                r.get("learning_flag") or "",
             ]
         )
-    return pd.DataFrame(rows, columns=COMPARE_COLUMNS)
+    return pd.DataFrame(rows + baseline_rows(compare), columns=COMPARE_COLUMNS)
 
 
 def config_diff(compare: dict[str, Any]) -> pd.DataFrame:

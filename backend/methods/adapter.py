@@ -71,6 +71,7 @@ SPEC = MethodSpec(
     config_cls=Config,
     build=build,
     default_lr=1e-3,
+    lr_candidates=(1e-4, 3e-4, 1e-3, 3e-3),
     description="Small bottleneck layers inserted in every block (Houlsby/Pfeiffer/parallel); "
     "near full fine-tuning accuracy with a few % of the parameters.",
     library="adapters",

@@ -60,6 +60,16 @@ class MethodSpec:
     library: str  # "peft", "adapters", "transformers" or "own"
     freezes_base: bool = True
     default_epochs: int = 3
+    # Log-spaced learning rates the automatic search tries (see backend.lr_search); a method
+    # whose good range moves with a setting gives ``lr_candidates_for`` instead.
+    lr_candidates: tuple[float, ...] = ()
+    lr_candidates_for: Callable[[Any], tuple[float, ...]] | None = None
+
+    def learning_rates(self, config: Any) -> tuple[float, ...]:
+        """The candidates for the automatic learning-rate search, given the method's Config."""
+        if self.lr_candidates_for is not None:
+            return self.lr_candidates_for(config)
+        return self.lr_candidates or (self.default_lr,)
 
     def make_config(self, values: dict[str, Any] | None = None) -> Any:
         """Build this method's config from a dict, rejecting unknown keys by name."""

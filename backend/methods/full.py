@@ -25,6 +25,7 @@ SPEC = MethodSpec(
     config_cls=Config,
     build=build,
     default_lr=5e-5,
+    lr_candidates=(1e-5, 3e-5, 1e-4, 3e-4),
     description="Update every weight. Usually the most accurate; saves a full model copy.",
     library="transformers",
     freezes_base=False,

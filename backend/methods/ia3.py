@@ -47,6 +47,7 @@ SPEC = MethodSpec(
     config_cls=Config,
     build=build,
     default_lr=3e-3,
+    lr_candidates=(3e-3, 1e-2, 3e-2, 1e-1),
     description="Learned rescaling vectors on keys, values and FFN activations: the fewest "
     "parameters of the weight-based methods.",
     library="peft",

@@ -54,6 +54,7 @@ SPEC = MethodSpec(
     config_cls=Config,
     build=build,
     default_lr=2e-3,
+    lr_candidates=(3e-4, 1e-3, 3e-3, 1e-2),
     description="Low-rank updates beside frozen weights; mergeable, so no extra inference latency.",
     library="peft",
 )

@@ -45,12 +45,20 @@ def build(model: Any, cfg: Config, ctx: BuildContext) -> Any:
     return get_peft_model(model, peft_cfg)
 
 
+def learning_rates(cfg: Config) -> tuple[float, ...]:
+    """Direct prefixes take large steps (P-tuning v2: 5e-3..1e-2); through the MLP the same
+    step sizes blow up the prefixes (Li & Liang train it at ~5e-5..1e-4), so the search
+    looks a decade lower there."""
+    return (1e-4, 3e-4, 1e-3, 3e-3) if cfg.reparameterize else (1e-3, 3e-3, 1e-2, 3e-2)
+
+
 SPEC = MethodSpec(
     key="prefix",
     label="Prefix tuning",
     config_cls=Config,
     build=build,
     default_lr=1e-2,
+    lr_candidates_for=learning_rates,
     description="Trainable key/value prefixes in every attention layer (deep prompts, P-tuning v2 "
     "style), with an optional MLP reparameterization.",
     library="peft",

@@ -50,12 +50,14 @@ def make_settings(root: Path) -> Settings:
 
 def quick_job(data: Path, **overrides: Any) -> dict[str, Any]:
     """A config that trains in seconds on the CPU."""
-    return {"data": str(data), "method": "lora", "epochs": 1, "max_length": 16, "batch_size": 16, **overrides}
+    base = {"data": str(data), "method": "lora", "epochs": 1, "max_length": 16, "batch_size": 16, "lr": None}
+    return {**base, **overrides}
 
 
 def long_job(data: Path, **overrides: Any) -> dict[str, Any]:
     """A config that keeps a worker busy for minutes (it is always stopped early)."""
-    return {"data": str(data), "method": "lora", "epochs": 20, "max_length": 16, "batch_size": 8, **overrides}
+    base = {"data": str(data), "method": "lora", "epochs": 20, "max_length": 16, "batch_size": 8, "lr": None}
+    return {**base, "early_stopping_patience": 0, **overrides}
 
 
 def wait_for(predicate: Callable[[], Any], timeout: float, what: str, interval: float = 0.2) -> Any:

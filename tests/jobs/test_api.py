@@ -23,7 +23,7 @@ def finished(tmp_path_factory: pytest.TempPathFactory, data_dir: Path) -> Iterat
     settings = make_settings(tmp_path_factory.mktemp("finished"))
     bench = Workbench(settings)
     ids = [
-        bench.submit(quick_job(data_dir / "tiny.csv", method_config={"rank": 2})),
+        bench.submit(quick_job(data_dir / "tiny.csv", method_config={"rank": 2}, lr="auto")),
         bench.submit(quick_job(data_dir / "tiny.csv", method_config={"rank": 4}, lr=5e-4), name="second"),
         bench.submit(quick_job(data_dir / "tiny.csv", method="probe", method_config={"sweep_layers": True})),
     ]
@@ -76,11 +76,29 @@ def test_compare(finished: dict[str, Any]) -> None:
     fields = {d["field"]: d["values"] for d in result["config_diff"]}
     assert fields["method_config.rank"] == {ids[0]: 2, ids[1]: 4, ids[2]: None}
     assert fields["lr"][ids[1]] == 5e-4
+    assert [(row["lr_auto"], row["learning_flag"]) for row in result["table"][:2]] == [
+        (True, None),
+        (False, None),
+    ]
+    # One evaluation split for all three: one majority-class reference row, from that split.
+    (baseline,) = result["baselines"]
+    assert baseline["jobs"] == ids and baseline["accuracy"] == 0.5  # tiny.csv's hold-out: 3 pos, 3 neg
     assert "data" not in fields  # the same stored file for all three
     assert set(result["per_class_f1"][ids[0]]) == {"neg", "pos"}
     confusion = result["confusion"][ids[1]]
     assert confusion["labels"] == ["neg", "pos"] and len(confusion["matrix"]) == 2
     assert set(result["series"]) == set(ids)
+
+
+def test_the_learning_rate_search_is_recorded_in_the_job(finished: dict[str, Any]) -> None:
+    bench, (auto_id, fixed_id, _) = finished["bench"], finished["ids"]
+    detail = bench.get_job(auto_id, log_tail=200)
+    search = detail["lr_search"]
+    assert detail["config"]["lr"] == "auto" and detail["metrics"]["lr"] == search["chosen"]
+    assert len(search["candidates"]) == 4 and all(c["steps"] > 0 for c in search["candidates"])
+    assert any("learning-rate search round 1/2" in line for line in detail["log"])
+    assert any(f"learning rate {search['chosen']:g} chosen by search" in line for line in detail["log"])
+    assert bench.get_job(fixed_id)["lr_search"] is None
 
 
 def test_export_and_predict(finished: dict[str, Any]) -> None:

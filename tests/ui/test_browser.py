@@ -158,10 +158,18 @@ def _set_up_lora(page: Any, artifacts: Path) -> None:
     expect(params).to_contain_text(f"Trainable parameters: {lora_default:,} (")
     page.get_by_role("slider", name="LoRA rank").fill("16")
     assert _expect_new_count(params, lora_default) > lora_default, "a higher rank trains more parameters"
+    # Epochs "auto" sizes the run from the data before launch; the learning rate stays "auto".
+    plan = page.locator("#run-plan")
+    expect(plan).to_contain_text("optimizer steps (auto)")
+    expect(plan).to_contain_text("learning rate auto")
+    expect(page.get_by_role("spinbutton", name="Epochs")).to_be_disabled()
+    page.get_by_label("Epochs: auto").uncheck()
     # Three short epochs: enough for LoRA to learn the toy task, a few seconds each.
     for label, value in (("Epochs", "3"), ("Batch size", "16"), ("Max length", "32")):
         page.get_by_role("spinbutton", name=label).fill(value)
         page.get_by_role("spinbutton", name=label).press("Enter")
+    expect(plan).to_contain_text("3 epochs × ")  # a typed epoch count wins, shown before launch
+    expect(plan).to_contain_text("(as set)")
     shot(page, artifacts, "03-train")
 
 
@@ -201,6 +209,8 @@ def _watch(page: Any, job_id: int, other_id: int, artifacts: Path) -> None:
     shot(page, artifacts, "04-runs-started")
     expect(page.locator("#run-summary")).to_contain_text("succeeded", timeout=JOB_TIMEOUT_MS)
     expect(page.get_by_label("Log (last lines)")).to_have_value(re.compile(r"succeeded: accuracy"))
+    expect(page.locator("#run-lr-search-text")).to_contain_text("chosen by the automatic search")
+    expect(page.locator("#run-lr-search")).to_be_visible()
     shot(page, artifacts, "05-runs-succeeded")
     page.get_by_role("row", name=re.compile(rf"^{other_id} probe all layers")).click()
     expect(page.get_by_role("heading", name=re.compile(rf"#{other_id} probe all layers"))).to_be_visible()

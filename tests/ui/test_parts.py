@@ -244,3 +244,41 @@ def test_the_server_refuses_a_public_host_without_auth(tmp_path: Path) -> None:
     assert done.returncode == 2
     assert "refusing to serve on 0.0.0.0 without a password" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_compare_table_ends_with_the_majority_class_and_marks_runs_that_did_not_learn() -> None:
+    compare = {
+        **COMPARE,
+        "table": [
+            {**COMPARE["table"][0], "lr": 3e-3, "lr_auto": True},
+            {**COMPARE["table"][1], "lr": 1e-2, "lr_auto": False, "learning_flag": "did not learn: ..."},
+        ],
+        "baselines": [{"jobs": [3, 4], "label_id": 1, "accuracy": 0.6, "macro_f1": 0.375}],
+    }
+    frame = tables.compare_table(compare)
+    assert len(frame) == 3
+    assert frame["Learning rate"].tolist()[:2] == ["3e-03 (auto)", "1e-02"]
+    assert frame["Note"].tolist()[:2] == ["", "did not learn: ..."]
+    reference = frame.iloc[-1].to_dict()
+    assert reference["Run"] == "Majority class (reference)"
+    assert (reference["Accuracy"], reference["Macro-F1"]) == ("0.600", "0.375")
+    runs = tables.runs_table([{**COMPARE["table"][1], "status": "succeeded", "progress": 1.0,
+                               "accuracy": 0.6, "learning_flag": "did not learn: ..."}])  # fmt: skip
+    assert runs["Accuracy"].tolist() == ["0.600 ⚠ did not learn"]
+
+
+def test_lr_search_chart_marks_the_choice_in_numeric_order() -> None:
+    search = {
+        "chosen": 1e-2,
+        "candidates": [
+            {"lr": 1e-1, "eval_loss": float("inf"), "diverged": True, "steps": 3},
+            {"lr": 3e-3, "eval_loss": 0.61, "diverged": False, "steps": 9},
+            {"lr": 1e-2, "eval_loss": 0.42, "diverged": False, "steps": 9},
+            {"lr": 3e-4, "eval_loss": 0.69, "diverged": False, "steps": 3},
+        ],
+    }
+    frame = charts.lr_search(search)
+    assert frame["lr"].tolist() == ["1. 0.0003", "2. 0.003", "3. 0.01", "4. 0.1"]
+    assert frame["outcome"].tolist() == ["dropped", "dropped", "chosen", "diverged"]
+    assert frame["held_out_loss"].tolist()[:3] == [0.69, 0.61, 0.42]
+    assert charts.lr_search(None).empty

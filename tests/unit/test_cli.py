@@ -61,6 +61,9 @@ def test_train_prints_summary_json_last(trained: tuple[Path, dict]) -> None:
     assert summary.keys() >= REQUIRED
     assert summary["method"] == "lora" and summary["artifact_dir"] == str(out.resolve())
     assert summary["trainable_params"] == 6 * 2 * (2 * 4 * 384) + 770  # --rank 4 reached the config
+    # no --lr: "auto" is the default, so the search chose the learning rate the run used
+    assert summary["requested"] == {"lr": "auto", "epochs": 1}
+    assert summary["lr"] == summary["lr_search"]["chosen"] and summary["epochs_run"] == 1
 
 
 def test_predict_writes_one_label_per_row(trained: tuple[Path, dict], tmp_path: Path) -> None:
@@ -103,6 +106,8 @@ def test_export_zip_holds_standard_files(trained: tuple[Path, dict], tmp_path: P
             "Bottleneck size must be between",
         ),
         (["--data", "{tiny}", "--method", "lora", "--model", "no-such/model-xyz"], "not available"),
+        (["--data", "{tiny}", "--method", "lora", "--lr", "fast"], "learning rate must be 'auto' or"),
+        (["--data", "{tiny}", "--method", "lora", "--epochs", "2.5"], "epochs must be 'auto' or an integer"),
     ],
 )
 def test_bad_input_exits_2_with_one_line(

@@ -51,7 +51,15 @@ class Recorder(Callback):
 
 
 def config(tiny_csv: Path, method: str, **kw: Any) -> TrainConfig:
-    defaults: dict[str, Any] = {"epochs": 3, "batch_size": 16, "max_length": 32}
+    # The method's fixed learning rate and no early stopping: these tests check the training
+    # mechanics of each method (tests/unit/test_autotune.py covers "auto").
+    defaults: dict[str, Any] = {
+        "epochs": 3,
+        "batch_size": 16,
+        "max_length": 32,
+        "lr": None,
+        "early_stopping_patience": 0,
+    }
     if method == "probe":
         defaults["epochs"] = 30  # cached features: an epoch costs milliseconds
     return TrainConfig(data=str(tiny_csv), method=method, **{**defaults, **kw})

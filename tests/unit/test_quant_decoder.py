@@ -17,7 +17,9 @@ from tests.unit.test_methods import Recorder, first_vs_last_epoch
 @pytest.mark.parametrize("quant", ["8bit", "4bit"])
 def test_lora_trains_on_quantized_base_on_cpu(tiny_csv: Path, tmp_path: Path, quant: str) -> None:
     rec = Recorder()
-    cfg = TrainConfig(data=str(tiny_csv), method="lora", quant=quant, epochs=3, batch_size=16, max_length=32)
+    cfg = TrainConfig(
+        data=str(tiny_csv), method="lora", quant=quant, epochs=3, batch_size=16, max_length=32, lr=None
+    )
     summary = run_training(cfg, tmp_path / quant, callback=rec)
     first, last = first_vs_last_epoch(rec)
     assert last < first, f"{quant}: loss {first:.4f} -> {last:.4f}"
@@ -53,7 +55,9 @@ def tiny_gpt2(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_decoder_model_with_classification_head(
     tiny_csv: Path, tiny_gpt2: Path, tmp_path: Path, method: str
 ) -> None:
-    cfg = TrainConfig(data=str(tiny_csv), model=str(tiny_gpt2), method=method, epochs=1, max_length=32)
+    cfg = TrainConfig(
+        data=str(tiny_csv), model=str(tiny_gpt2), method=method, epochs=1, max_length=32, lr=None
+    )
     summary = run_training(cfg, tmp_path / method, feature_cache_dir=tmp_path / "features")
     assert summary["trainable_params"] > 0
     assert run_fresh_process(summary["artifact_dir"])["ok"]

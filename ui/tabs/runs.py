@@ -50,10 +50,27 @@ def summary(job: dict[str, Any]) -> str:
 
 
 def error_text(job: dict[str, Any]) -> str:
-    """The job's error, if it has one."""
-    if not job.get("error"):
+    """The job's error, or the "did not learn" flag of a run that succeeded without learning."""
+    if job.get("error"):
+        return f"{WARNING} **{job['status'].capitalize()}:** {job['error']}"
+    if job.get("learning_flag"):
+        return f"{WARNING} **Check this run:** {job['learning_flag']}"
+    return ""
+
+
+def search_text(job: dict[str, Any]) -> str:
+    """What the learning-rate search chose, and what it cost."""
+    search, metrics = job.get("lr_search"), job.get("metrics") or {}
+    if not search:
         return ""
-    return f"{WARNING} **{job['status'].capitalize()}:** {job['error']}"
+    share = metrics.get("lr_search_share")
+    cost = f" ({search['seconds']:.1f} s, {share:.0%} of the rest of the run)" if share is not None else ""
+    return (
+        f"**Learning rate {search['chosen']:g}** chosen by the automatic search{cost}: "
+        f"{len(search['candidates'])} candidates trained on {search['train_rows']} training rows in "
+        f"rounds of {search['round_steps']} steps, judged by the loss on {search['holdout_rows']} "
+        "held-out training rows (the evaluation set is not used)."
+    )
 
 
 def actions(status: str | None) -> tuple[Any, Any, Any]:
@@ -67,7 +84,15 @@ def actions(status: str | None) -> tuple[Any, Any, Any]:
 
 def nothing_selected(text: str) -> tuple[Any, ...]:
     """Detail outputs when no job is shown: a hint, empty curves and log, no actions."""
-    return (text, "", None, *evaluation(None, sweep=False), "", *actions(None), None)
+    return (text, "", None, *evaluation(None, sweep=False), *search_chart(None), "", *actions(None), None)
+
+
+def search_chart(job: dict[str, Any] | None) -> tuple[Any, Any]:
+    """The learning-rate search's chart and line, shown only for runs that searched."""
+    search = (job or {}).get("lr_search")
+    if not search:
+        return gr.update(visible=shown(False)), ""
+    return gr.update(value=charts.lr_search(search), visible=True), search_text(job or {})
 
 
 def evaluation(frame: Any, *, sweep: bool) -> tuple[Any, Any]:
@@ -114,11 +139,12 @@ class _Handlers:
             job["log"][-1] if job["log"] else "",
         )
         if signature == (tuple(last) if last else None):
-            curves: tuple[Any, ...] = (gr.skip(), gr.skip(), gr.skip(), gr.skip())
+            curves: tuple[Any, ...] = (gr.skip(),) * 6
         else:
             curves = (
                 charts.loss_curve(job["series"]),
                 *evaluation(charts.epoch_curves(job["series"]), sweep=charts.is_sweep(job["series"])),
+                *search_chart(job),
                 "\n".join(job["log"]),
             )
         return (table, summary(job), error_text(job), *curves, *actions(job["status"]), signature)
@@ -198,10 +224,25 @@ def build_runs_tab(endpoints: Endpoints, demo: gr.Blocks) -> RunsTab:
             elem_id="run-layers",
             visible=shown(False),
         )
+    with gr.Row():
+        search = gr.BarPlot(
+            x="lr",
+            y="held_out_loss",
+            color="outcome",
+            title="Learning-rate search: held-out loss per candidate (lower is better)",
+            label="Learning-rate search",
+            x_title="learning rate",
+            y_title="held-out loss",
+            tooltip=["lr", "held_out_loss", "steps", "outcome"],
+            elem_id="run-lr-search",
+            visible=shown(False),
+        )
+        search_line = gr.Markdown(elem_id="run-lr-search-text")
     log = gr.Textbox(label="Log (last lines)", lines=10, max_lines=10, autoscroll=True, interactive=False)
 
     private: dict[str, Any] = {"api_visibility": "private"}
-    outputs = [table, header, error, loss, evals, layers, log, cancel, resume, delete, last]
+    details = [loss, evals, layers, search, search_line, log]
+    outputs = [table, header, error, *details, cancel, resume, delete, last]
     quiet: dict[str, Any] = {"show_progress": "hidden", **private}  # no spinner every 2 s
     gr.Timer(REFRESH_SECONDS).tick(h.tick, [selected, last], outputs, **quiet)
     demo.load(h.tick, [selected, last], outputs, **quiet)

@@ -30,17 +30,37 @@ class Common:
     """The settings every method shares (components, in handler argument order)."""
 
     model: gr.Dropdown
+    epochs_auto: gr.Checkbox
     epochs: gr.Slider
+    lr_auto: gr.Checkbox
     lr: gr.Number
     batch_size: gr.Slider
     max_length: gr.Slider
     quant: gr.Radio
 
     def components(self) -> list[Any]:
-        return [self.model, self.epochs, self.lr, self.batch_size, self.max_length, self.quant]
+        return [
+            self.model,
+            self.epochs_auto,
+            self.epochs,
+            self.lr_auto,
+            self.lr,
+            self.batch_size,
+            self.max_length,
+            self.quant,
+        ]
 
 
-COMMON_SETTINGS = 6  # len(Common.components()): handlers get these values before the method's
+COMMON_SETTINGS = 8  # len(Common.components()): handlers get these values before the method's
+
+
+def epochs_value(auto: bool, epochs: float | None) -> int | str:
+    """ "auto" while the box is ticked, else the slider's whole number (a typed value wins)."""
+    return "auto" if auto or not epochs else int(epochs)
+
+
+def lr_value(auto: bool, lr: float | None) -> float | str:
+    return "auto" if auto or not lr else float(lr)
 
 
 class _Handlers:
@@ -82,18 +102,38 @@ class _Handlers:
             return problem(exc, "queueing the job"), gr.skip()
         return done(f"Queued job **#{job['id']}** ({job['name']}). Follow it on the Runs tab."), job["id"]
 
+    def plan(self, dataset_id: int | None, eval_id: int | None, label: str, *values: Any) -> str:
+        """The epochs, steps and learning rate a launch would use, shown before launch."""
+        if not dataset_id:
+            return "*Choose the training data to see how long the run will train.*"
+        try:
+            key = self.endpoints.method(label)["key"]
+            _, epochs_auto, epochs, lr_auto, lr, batch = values[:6]
+            plan = self.endpoints.api.plan_run(
+                int(dataset_id),
+                key,
+                self.forms.method_config(key, values[COMMON_SETTINGS:]),
+                has_eval_file=bool(eval_id),
+                epochs=epochs_value(epochs_auto, epochs),
+                lr=lr_value(lr_auto, lr),
+                batch_size=int(batch),
+            )
+        except Exception as exc:  # noqa: BLE001 - e.g. a dataset deleted in another browser
+            return problem(exc, "planning the run", toast=False)
+        return plan["text"]
+
     def launch_many(
         self, dataset_id: int | None, eval_id: int | None, labels: list[str], *values: Any
     ) -> tuple[str, Any]:
         """Queue one job per ticked method: same data and common settings, each method's own
-        settings and its default learning rate (one lr does not fit methods 1000x apart)."""
+        settings and an automatic learning rate (one lr does not fit methods 1000x apart)."""
         queued: list[str] = []
         try:
             if not labels:
                 raise ConfigError("tick at least one method to compare")
             for label in labels:
                 job = self._queue(
-                    dataset_id, eval_id, self.endpoints.method(label)["key"], values, default_lr=True
+                    dataset_id, eval_id, self.endpoints.method(label)["key"], values, auto_lr=True
                 )
                 queued.append(f"#{job['id']} {label}")
         except Exception as exc:  # noqa: BLE001
@@ -109,19 +149,19 @@ class _Handlers:
         values: tuple[Any, ...],
         *,
         name: str = "",
-        default_lr: bool = False,
+        auto_lr: bool = False,
     ) -> dict[str, Any]:
         if not dataset_id:
             raise ConfigError("choose the training data first (upload a file on the Data tab)")
-        model, epochs, lr, batch, max_length, quant = values[:COMMON_SETTINGS]
+        model, epochs_auto, epochs, lr_auto, lr, batch, max_length, quant = values[:COMMON_SETTINGS]
         config = self.forms.method_config(key, values[COMMON_SETTINGS:])
         return self.endpoints.launch(
             dataset_id,
             key,
             config,
             model,
-            int(epochs),
-            None if default_lr else (lr or None),
+            epochs_value(epochs_auto, epochs),
+            "auto" if auto_lr else lr_value(lr_auto, lr),
             int(batch),
             int(max_length),
             quant,
@@ -158,12 +198,27 @@ def _common_settings(endpoints: Endpoints, method: dict[str, Any]) -> Common:
             "method that keeps the base frozen.",
         )
     with gr.Row():
-        epochs = gr.Slider(1, 50, step=1, value=method["default_epochs"], label="Epochs")
-        lr = gr.Number(
-            value=method["default_lr"],
-            label="Learning rate",
-            info="Set to the method's default when you pick a method.",
-        )
+        with gr.Column(min_width=160):
+            epochs_auto = gr.Checkbox(
+                value=True,
+                label="Epochs: auto",
+                info="Enough optimizer steps for this data (300 or more), early stopping, best epoch kept.",
+            )
+            epochs = gr.Slider(
+                1, 50, step=1, value=method["default_epochs"], label="Epochs", interactive=False
+            )
+        with gr.Column(min_width=160):
+            lr_auto = gr.Checkbox(
+                value=True,
+                label="Learning rate: auto",
+                info="A short search on your training data picks it (never on the evaluation set).",
+            )
+            lr = gr.Number(
+                value=method["default_lr"],
+                label="Learning rate",
+                info="Untick auto to type one; set to the method's default when you pick a method.",
+                interactive=False,
+            )
         batch = gr.Slider(1, 256, step=1, value=32, label="Batch size")
         max_length = gr.Slider(
             8,
@@ -173,7 +228,7 @@ def _common_settings(endpoints: Endpoints, method: dict[str, Any]) -> Common:
             label="Max length",
             info="Tokens per example; the Data tab shows the lengths.",
         )
-    return Common(model, epochs, lr, batch, max_length, quant)
+    return Common(model, epochs_auto, epochs, lr_auto, lr, batch, max_length, quant)
 
 
 def _compare_methods(methods: list[dict[str, Any]]) -> tuple[gr.CheckboxGroup, gr.Button, gr.Markdown]:
@@ -182,7 +237,7 @@ def _compare_methods(methods: list[dict[str, Any]]) -> tuple[gr.CheckboxGroup, g
             label="Compare methods",
             choices=[m["label"] for m in methods],
             info="Queue one run per ticked method on the same data with the common settings above, "
-            "each with its own settings (as last set above) and its default learning rate.",
+            "each with its own settings (as last set above) and an automatic learning rate.",
         )
         return ticked, gr.Button("Queue all ticked methods"), gr.Markdown()
 
@@ -201,6 +256,7 @@ def build_train_tab(
     forms = build_method_forms(methods, first["key"])
     params = gr.Markdown(elem_id="trainable-params")
     common = _common_settings(endpoints, first)
+    plan = gr.Markdown(elem_id="run-plan")
     launch = gr.Button("Launch training", variant="primary")
     launch_message = gr.Markdown(elem_id="launch-message")
     ticked, launch_all, compare_message = _compare_methods(methods)
@@ -215,6 +271,14 @@ def build_train_tab(
     wire_changes(forms, h.parameters, count_inputs, [params])
     for trigger in (common.model.change, dataset.change, demo.load):
         trigger(h.parameters, count_inputs, [params], **quiet)
+    # Ticking "auto" locks the typed value; the plan line follows every setting it depends on.
+    for box, field in ((common.epochs_auto, common.epochs), (common.lr_auto, common.lr)):
+        box.change(lambda auto: gr.update(interactive=not auto), [box], [field], **quiet)
+    plan_inputs = [dataset, eval_dataset, method, *common.components(), *forms.components]
+    plan_triggers = [dataset, eval_dataset, method, common.epochs_auto, common.epochs, common.lr_auto]
+    for component in (*plan_triggers, common.lr, common.batch_size, *forms.components):
+        component.change(h.plan, plan_inputs, [plan], **quiet)
+    demo.load(h.plan, plan_inputs, [plan], **quiet)
     private: dict[str, Any] = {"api_visibility": "private"}
     settings = [*common.components(), *forms.components]
     launch.click(

@@ -1,0 +1,213 @@
+"""Settings sized from the user's data: epochs "auto", and the "did not learn" verdict.
+
+A fixed epoch count gives a 360-row dataset ~35 optimizer steps and a 100k-row one
+~10,000; neither is what the person wanted. "auto" asks for at least ``MIN_STEPS``
+optimizer steps, whole epochs, at most ``MAX_EPOCHS``; early stopping (patience) ends
+a run that has stopped improving, and the best epoch is kept either way.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from backend.data import PreparedData
+from backend.evaluation import majority_baseline
+from backend.lr_search import SEARCH_SHARE
+from backend.train_config import AUTO, TrainConfig
+
+MIN_STEPS = 300  # optimizer steps an "auto" run gets at least (when MAX_EPOCHS allows)
+MAX_EPOCHS = 30  # tiny sets: more passes over a few dozen rows mostly memorise
+NO_LEARNING_MARGIN = 1e-9  # "at or below" the majority class, float noise aside
+
+
+@dataclass(frozen=True)
+class EpochPlan:
+    """How long a run trains: the numbers the Train tab shows before launch."""
+
+    epochs: int
+    steps_per_epoch: int
+    auto: bool
+
+    @property
+    def total_steps(self) -> int:
+        return self.epochs * self.steps_per_epoch
+
+    def describe(self) -> str:
+        how = "auto" if self.auto else "as set"
+        return (
+            f"{self.epochs} epoch{'s' if self.epochs != 1 else ''} × {self.steps_per_epoch} steps "
+            f"= {self.total_steps} optimizer steps ({how})"
+        )
+
+
+def steps_per_epoch(train_rows: int, batch_size: int, grad_accum: int = 1) -> int:
+    """Optimizer steps in one pass over ``train_rows`` (the last batch may be short)."""
+    return max(1, math.ceil(math.ceil(train_rows / batch_size) / grad_accum))
+
+
+def auto_epochs(train_rows: int, batch_size: int, grad_accum: int = 1) -> int:
+    """Whole epochs giving at least MIN_STEPS optimizer steps, between 1 and MAX_EPOCHS."""
+    per_epoch = steps_per_epoch(train_rows, batch_size, grad_accum)
+    return max(1, min(MAX_EPOCHS, math.ceil(MIN_STEPS / per_epoch)))
+
+
+def plan_epochs(cfg: TrainConfig, train_rows: int) -> EpochPlan:
+    """The epoch plan for ``cfg`` on ``train_rows`` rows; a typed epoch count always wins."""
+    per_epoch = steps_per_epoch(train_rows, cfg.batch_size, cfg.grad_accum)
+    if cfg.epochs == AUTO:
+        return EpochPlan(auto_epochs(train_rows, cfg.batch_size, cfg.grad_accum), per_epoch, True)
+    return EpochPlan(cfg.effective_epochs, per_epoch, False)
+
+
+def train_rows_after_holdout(rows: int, eval_fraction: float, has_eval_file: bool) -> int:
+    """Training rows left once the evaluation split is held out (as backend.data does it)."""
+    return rows if has_eval_file else rows - max(1, math.ceil(round(eval_fraction * rows, 9)))
+
+
+MIN_LOSS_GAIN = 0.01  # an equal accuracy counts as progress only with 1% lower eval loss
+
+
+def better(new: dict[str, Any], best: dict[str, Any] | None) -> bool:
+    """Best epoch: highest accuracy, ties broken by lower eval loss."""
+    if best is None:
+        return True
+    return (new["accuracy"], -new["eval_loss"]) > (best["accuracy"], -best["eval_loss"])
+
+
+def epochs_without_improvement(history: list[dict[str, Any]]) -> int:
+    """Evaluations since the last one that improved accuracy (or, at equal accuracy, the loss).
+
+    Read from the history alone, so a resumed run counts exactly as the original did.
+    """
+    best: dict[str, Any] | None = None
+    last = 0
+    for i, h in enumerate(history, 1):
+        if best is None or _improves(h, best):
+            best, last = h, i
+    return len(history) - last
+
+
+def _improves(new: dict[str, Any], best: dict[str, Any]) -> bool:
+    if new["accuracy"] != best["accuracy"]:
+        return new["accuracy"] > best["accuracy"]
+    return new["eval_loss"] < best["eval_loss"] * (1 - MIN_LOSS_GAIN)
+
+
+def learning_verdict(
+    best_accuracy: float, baseline: dict[str, float], cfg: TrainConfig, plan: EpochPlan, lr_searched: bool
+) -> str | None:
+    """None for a run that beat the majority class, else the flag with a likely cause and a fix."""
+    if best_accuracy > baseline["accuracy"] + NO_LEARNING_MARGIN:
+        return None
+    causes: list[str] = []
+    if not lr_searched:
+        causes.append(
+            f"the learning rate {cfg.effective_lr:g} may not suit this method and data: "
+            "set the learning rate to auto, or try 10x larger and smaller"
+        )
+    if plan.total_steps < MIN_STEPS:
+        causes.append(f"{plan.total_steps} optimizer steps may be too few: set epochs to auto or raise them")
+    causes.append(
+        "the labels may not follow from the text the model sees (check the column mapping and "
+        "max length), or this method may be too weak here: compare with LoRA or full fine-tuning"
+    )
+    return (
+        f"did not learn: at or below the majority class ({baseline['accuracy']:.1%} accuracy by always "
+        f"answering the most frequent label). Likely causes: {'; '.join(causes)}."
+    )
+
+
+def describe_search(result: dict[str, Any] | None) -> str:
+    """One line for logs and the model card: candidates, their scores, the choice."""
+    if not result:
+        return ""
+    scores = ", ".join(
+        f"{c['lr']:g}: {'diverged' if c['diverged'] else format(c['eval_loss'], '.3f')}"
+        for c in result["candidates"]
+    )
+    return (
+        f"learning rate {result['chosen']:g} chosen by search (held-out loss per candidate: {scores}; "
+        f"{result['seconds']:.1f}s on {result['train_rows']} training rows, judged on "
+        f"{result['holdout_rows']} held-out training rows)"
+    )
+
+
+@dataclass(frozen=True)
+class RunLength:
+    """How far a run actually went (early stopping may end it before the plan)."""
+
+    epochs_run: int
+    stopped_early: int | None
+    steps: int
+
+
+def autotune_summary(
+    cfg: TrainConfig,
+    requested: dict[str, Any],
+    plan: EpochPlan,
+    search: dict[str, Any] | None,
+    search_seconds: float,
+    train_seconds: float,
+    length: RunLength,
+) -> dict[str, Any]:
+    """What "auto" decided and what it cost, for the summary, the model card and the job row.
+
+    The search's share is measured against the rest of the run (its time without the search).
+    """
+    rest = max(train_seconds - search_seconds, 1e-9)
+    return {
+        "lr": cfg.effective_lr,
+        "epochs": plan.epochs,
+        "epochs_run": length.epochs_run,
+        "stopped_early": length.stopped_early,
+        "total_steps": length.steps,
+        "requested": requested,
+        "lr_search": search,
+        "lr_search_seconds": round(search_seconds, 3) if search else None,
+        "lr_search_share": round(search_seconds / rest, 4) if search else None,
+    }
+
+
+def learning_check(
+    best_accuracy: float, data: PreparedData, cfg: TrainConfig, plan: EpochPlan, lr_searched: bool
+) -> dict[str, Any]:
+    """The majority-class reference of the run's eval set and the "did not learn" flag."""
+    baseline = majority_baseline(data.train.labels, data.eval.labels, len(data.label_names))
+    return {
+        "majority_baseline": baseline,
+        "learning_flag": learning_verdict(best_accuracy, baseline, cfg, plan, lr_searched),
+    }
+
+
+def describe_plan(cfg: TrainConfig, rows: int, has_eval_file: bool) -> dict[str, Any]:
+    """What a launch with ``cfg`` on a dataset of ``rows`` usable rows will do, before it runs."""
+    from backend.methods import registry  # the method catalogue, only when a plan is asked for
+
+    train_rows = train_rows_after_holdout(rows, cfg.eval_fraction, has_eval_file)
+    plan = plan_epochs(cfg, train_rows)
+    spec = registry.get(cfg.method)
+    patience = cfg.early_stopping_patience
+    stop = f", stopping early after {patience} epochs without improvement" if patience else ""
+    text = f"**Plan:** {plan.describe()} on {train_rows:,} training rows{stop}"
+    candidates: tuple[float, ...] = ()
+    if cfg.lr == AUTO:
+        candidates = spec.learning_rates(cfg.method_settings())
+        text += (
+            " · **learning rate auto:** a short search over "
+            f"{', '.join(f'{lr:g}' for lr in candidates)} on the training data picks it "
+            f"(about {100 * SEARCH_SHARE:.0f}% extra time)"
+        )
+    else:
+        text += f" · learning rate {cfg.effective_lr:g}"
+    if plan.total_steps < MIN_STEPS // 2:
+        text += f" · ⚠ only {plan.total_steps} optimizer steps: small runs often end at the majority class"
+    return {
+        "train_rows": train_rows,
+        "epochs": plan.epochs,
+        "steps_per_epoch": plan.steps_per_epoch,
+        "total_steps": plan.total_steps,
+        "lr_candidates": list(candidates),
+        "text": text,
+    }

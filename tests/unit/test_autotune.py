@@ -1,0 +1,191 @@
+"""Learning rate and epochs "auto", early stopping and the "did not learn" flag, on the real model."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from pathlib import Path
+
+import pytest
+
+from backend.autotune import (
+    MAX_EPOCHS,
+    MIN_STEPS,
+    auto_epochs,
+    epochs_without_improvement,
+    plan_epochs,
+)
+from backend.callbacks import Callback
+from backend.errors import ConfigError
+from backend.lr_search import EVAL_COST, Candidate, Schedule, plan_schedule, successive_halving
+from backend.train import run_training
+from backend.train_config import TrainConfig, validate
+from tests.conftest import sentiment_rows, write_csv
+
+# IA3 is the issue's example: at a fixed 1e-6 it does not move in these few steps, while its
+# search candidates (3e-3 .. 1e-1) include rates that learn the toy task in the same steps.
+SMALL_LR = 1e-6
+QUICK = {"method": "ia3", "epochs": 3, "batch_size": 16, "max_length": 16}
+
+
+@pytest.fixture(scope="module")
+def sentiment(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    folder = tmp_path_factory.mktemp("autotune")
+    train = write_csv(folder / "train.csv", sentiment_rows(160, seed=1))
+    evals = sentiment_rows(40, seed=2)
+    flipped = [(text, "neg" if label == "pos" else "pos") for text, label in evals]
+    return {
+        "train": train,
+        "eval": write_csv(folder / "eval.csv", evals),
+        "eval_flipped": write_csv(folder / "eval_flipped.csv", flipped),
+    }
+
+
+@pytest.fixture(scope="module")
+def auto_run(sentiment: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> dict:
+    cfg = TrainConfig(data=str(sentiment["train"]), eval_data=str(sentiment["eval"]), **QUICK)
+    return run_training(cfg, tmp_path_factory.mktemp("auto") / "run")
+
+
+def test_auto_lr_learns_where_a_too_small_fixed_lr_fails(
+    sentiment: dict[str, Path], auto_run: dict, tmp_path: Path
+) -> None:
+    fixed = run_training(
+        TrainConfig(data=str(sentiment["train"]), eval_data=str(sentiment["eval"]), lr=SMALL_LR, **QUICK),
+        tmp_path / "fixed",
+    )
+    chance = fixed["majority_baseline"]["accuracy"]  # 0.5: the evaluation rows are balanced
+    assert fixed["accuracy"] <= chance + 0.1, fixed  # the untrained head's luck, no learning
+    candidates = {c["lr"] for c in auto_run["lr_search"]["candidates"]}
+    assert auto_run["lr"] > SMALL_LR and auto_run["lr"] in candidates
+    assert auto_run["accuracy"] >= 0.9, auto_run
+    assert auto_run["learning_flag"] is None
+
+
+def test_search_is_recorded_everywhere(auto_run: dict) -> None:
+    search = auto_run["lr_search"]
+    winner = next(c for c in search["candidates"] if c["lr"] == search["chosen"])
+    assert winner["eval_loss"] == min(
+        c["eval_loss"] for c in search["candidates"] if c["rounds"] == winner["rounds"]
+    )
+    folder = Path(auto_run["artifact_dir"])
+    recorded = json.loads((folder / "training_config.json").read_text())
+    assert recorded["lr"] == search["chosen"] and recorded["requested"]["lr"] == "auto"
+    assert recorded["lr_search"]["candidates"] == search["candidates"]
+    card = (folder / "README.md").read_text()
+    assert f"learning rate {search['chosen']:g} chosen by search" in card
+    assert auto_run["lr_search_seconds"] > 0 and auto_run["lr_search_share"] > 0
+
+
+def test_search_never_reads_the_evaluation_set(
+    sentiment: dict[str, Path], auto_run: dict, tmp_path: Path
+) -> None:
+    """Same training data, opposite evaluation labels: the search must see exactly the same."""
+    other = run_training(
+        TrainConfig(data=str(sentiment["train"]), eval_data=str(sentiment["eval_flipped"]), **QUICK),
+        tmp_path / "flipped",
+    )
+    assert other["lr_search"]["candidates"] == auto_run["lr_search"]["candidates"]
+    assert other["lr_search"]["chosen"] == auto_run["lr_search"]["chosen"]
+    assert other["accuracy"] != auto_run["accuracy"]  # the evaluation itself did change
+
+
+def test_typed_lr_and_epochs_override_auto(sentiment: dict[str, Path], tmp_path: Path) -> None:
+    cfg = TrainConfig(
+        data=str(sentiment["train"]), method="lora", lr=5e-3, epochs=2, batch_size=32, max_length=16
+    )
+    summary = run_training(cfg, tmp_path / "typed")
+    assert summary["lr"] == 5e-3 and summary["lr_search"] is None
+    assert summary["epochs"] == 2 and summary["epochs_run"] == 2
+    recorded = json.loads((Path(summary["artifact_dir"]) / "training_config.json").read_text())
+    assert (recorded["lr"], recorded["epochs"], recorded["lr_search"]) == (5e-3, 2, None)
+
+
+def test_early_stopping_stops_and_keeps_the_best_epoch(sentiment: dict[str, Path], tmp_path: Path) -> None:
+    # A learning rate too small to change anything: every epoch after the first is no better.
+    cfg = TrainConfig(
+        data=str(sentiment["train"]), method="ia3", lr=1e-9, epochs=8, early_stopping_patience=2,
+        batch_size=32, max_length=16,
+    )  # fmt: skip
+    summary = run_training(cfg, tmp_path / "stop")
+    assert summary["epochs"] == 8 and summary["epochs_run"] == 3 and summary["stopped_early"] == 3
+    metrics = json.loads((Path(summary["artifact_dir"]) / "metrics.json").read_text())
+    assert [h["epoch"] for h in metrics["history"]] == [1, 2, 3]
+    assert summary["best_epoch"] == 1
+
+
+def test_flag_for_a_run_that_cannot_learn(tmp_path: Path) -> None:
+    """Every text is the same, so no model can beat always answering the majority label."""
+    rng = random.Random(0)
+    rows = [("the very same sentence", "a" if rng.random() < 0.65 else "b") for _ in range(120)]
+    data = write_csv(tmp_path / "constant.csv", rows)
+    cfg = TrainConfig(data=str(data), method="lora", epochs=2, batch_size=16, max_length=16)
+    summary = run_training(cfg, tmp_path / "constant")
+    assert summary["accuracy"] <= summary["majority_baseline"]["accuracy"]
+    assert summary["learning_flag"].startswith("did not learn: at or below the majority class")
+    assert "majority" in (Path(summary["artifact_dir"]) / "README.md").read_text().lower()
+
+
+# ---------------------------------------------------------------- the pieces, without a model
+
+
+def test_auto_epochs_give_enough_steps_and_cap_large_and_tiny_sets() -> None:
+    assert auto_epochs(360, 32) == math.ceil(MIN_STEPS / 12)  # 12 steps/epoch -> 25 epochs
+    assert auto_epochs(20_000, 32) == 1
+    assert auto_epochs(20, 32) == MAX_EPOCHS
+    assert auto_epochs(1000, 32) * 32 >= MIN_STEPS
+    typed = plan_epochs(TrainConfig(data="x", method="lora", epochs=2), 360)
+    assert (typed.epochs, typed.auto, typed.total_steps) == (2, False, 24)
+
+
+def test_epochs_without_improvement_counts_from_the_last_real_gain() -> None:
+    def h(acc: float, loss: float) -> dict:
+        return {"accuracy": acc, "eval_loss": loss}
+
+    assert epochs_without_improvement([h(0.5, 0.7), h(0.6, 0.6), h(0.6, 0.599), h(0.55, 0.5)]) == 2
+    assert epochs_without_improvement([h(0.5, 0.7), h(0.5, 0.6)]) == 0  # equal accuracy, 14% lower loss
+    assert epochs_without_improvement([h(0.8, 0.4), h(0.7, 0.3), h(0.81, 0.5)]) == 0
+
+
+def test_lr_and_epochs_accept_auto_or_numbers_only() -> None:
+    cfg = TrainConfig(data="x", method="lora", lr="3e-3", epochs="4")
+    validate(cfg)
+    assert (cfg.lr, cfg.epochs) == (3e-3, 4)
+    for bad in ({"lr": "fast"}, {"epochs": 2.5}, {"lr": -1.0}, {"epochs": True}):
+        with pytest.raises(ConfigError):
+            validate(TrainConfig(data="x", method="lora", **bad))
+
+
+class FixedTrial:
+    """A candidate whose held-out loss after n steps is known in advance."""
+
+    def __init__(self, lr: float, losses: dict[float, float]) -> None:
+        self.lr, self.losses, self.steps = lr, losses, 0
+
+    def advance(self, steps: int, cancelled: object) -> bool:
+        self.steps += steps
+        return math.isfinite(self.losses[self.lr])
+
+    def score(self) -> tuple[float, float]:
+        return self.losses[self.lr] / self.steps, 0.5
+
+
+def test_successive_halving_keeps_the_better_half_and_never_picks_a_diverged_rate() -> None:
+    losses = {1e-4: 9.0, 1e-3: 5.0, 1e-2: 4.0, 1e-1: math.inf}
+    schedule = Schedule(round_steps=[2, 4], survivors=[4, 2], holdout_rows=32, budget_samples=0)
+    result = successive_halving(tuple(losses), lambda lr: FixedTrial(lr, losses), schedule, Callback())
+    winner, *rest = result
+    assert isinstance(winner, Candidate) and winner.lr == 1e-2 and winner.steps == 6
+    by_lr = {c.lr: c for c in rest}
+    assert by_lr[1e-1].diverged and by_lr[1e-1].rounds == 1
+    assert by_lr[1e-4].rounds == 1 and by_lr[1e-3].rounds == 2
+
+
+def test_search_schedule_stays_within_its_budget() -> None:
+    for train_rows, planned in ((900, 9000), (5000, 50_000), (20_000, 20_000)):
+        s = plan_schedule(4, train_rows, 8, planned)
+        spent = sum(n * steps * 8 for n, steps in zip(s.survivors, s.round_steps, strict=True))
+        spent += sum(s.survivors) * s.holdout_rows * EVAL_COST
+        assert spent <= s.budget_samples * 1.01, (train_rows, s)
+        assert min(s.round_steps) >= 3 and s.survivors == [4, 2]
