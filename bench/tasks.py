@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -27,6 +28,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 SHARED = ROOT.parent / "shared" / "data"
 RUNS = ROOT / "bench" / "tasks_runs.jsonl"
+# Each row records the code it ran with: the benchmark resumes across sessions, and rows from
+# code whose defaults have since changed must be told apart (rows without it: 15328e0).
+COMMIT = subprocess.run(
+    ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=False
+).stdout.strip()
 REPORT = ROOT / "bench" / "TASKS.md"
 METHODS = ["probe", "full", "lora", "prompt", "prefix", "ptuning", "adapter", "ia3"]
 # dataset -> (evaluation split, the metric the target is judged on)
@@ -42,6 +48,17 @@ CONFIGS = {
     "auto": {},
     # what the app did before: each method's fixed learning rate and epoch count, no early stop
     "old": {"lr": None, "epochs": None, "early_stopping_patience": 0},
+}
+# Method settings whose default is decided here, each tried with the new defaults ("auto"):
+# config name -> (method, settings). The default setting itself is the "auto" row.
+VARIANTS = {
+    "prefix reparameterized": ("prefix", {"reparameterize": True}),
+    "prompt init random": ("prompt", {"init": "random"}),
+    "prompt init vocab": ("prompt", {"init": "vocab"}),
+    "ptuning LSTM": ("ptuning", {"encoder": "LSTM"}),
+    "ia3 k,v only": ("ia3", {"targets": "k,v only"}),
+    "adapter pfeiffer": ("adapter", {"placement": "pfeiffer"}),
+    "adapter parallel": ("adapter", {"placement": "parallel"}),
 }
 
 
@@ -67,12 +84,13 @@ def run_one(dataset: str, method: str, config: str, seed: int, train: Path, out:
     from backend.train_config import TrainConfig
 
     split, _ = DATASETS[dataset]
+    settings = {"method_config": VARIANTS[config][1]} if config in VARIANTS else CONFIGS[config]
     cfg = TrainConfig(
         data=str(train),
         eval_data=str(SHARED / dataset / f"{split}.csv"),
         method=method,
         seed=seed,
-        **CONFIGS[config],
+        **settings,
     )
     started = time.perf_counter()
     s = run_training(cfg, out)
@@ -88,15 +106,18 @@ def run_one(dataset: str, method: str, config: str, seed: int, train: Path, out:
         "majority_macro_f1": s["majority_baseline"]["macro_f1"],
         "flag": bool(s.get("learning_flag")),
         "wall_seconds": round(time.perf_counter() - started, 1),
+        "commit": COMMIT,
     }
 
 
 def plan(args: argparse.Namespace) -> list[tuple[str, str, str, int]]:
-    """Seed 0 of everything first (a cut-short run still covers every cell), then extra seeds."""
+    """Seed 0 of everything first (a cut-short run still covers every cell), then the setting
+    variants, then extra seeds."""
     methods = args.only.split(",") if args.only else METHODS
     datasets = args.datasets.split(",") if args.datasets else list(DATASETS)
     seeds = [int(s) for s in args.seeds.split(",")]
     todo = [(d, m, c, seeds[0]) for d in datasets for m in methods for c in CONFIGS]
+    todo += [(d, m, v, seeds[0]) for d in datasets for v, (m, _) in VARIANTS.items() if m in methods]
     seeded = [d for d in datasets if d in SEEDED]
     todo += [(d, m, c, s) for s in seeds[1:] for d in seeded for m in methods for c in CONFIGS]
     return todo
@@ -115,17 +136,58 @@ def score(runs: list[dict[str, Any]], metric: str) -> str:
     return mean_spread([r[metric] for r in runs]) + flag
 
 
-def render(runs: dict[tuple[str, str, str, int], dict[str, Any]], rows: int) -> str:
+Cells = dict[tuple[str, str, str, int], dict[str, Any]]
+INTRO = (
+    "on a 2-core CPU: {rows} training rows per dataset (seeded sample), the dataset's own dev/test "
+    "split for evaluation, max length 128, batch 32. **auto** = the new defaults (learning rate and "
+    "epochs auto, early stopping, patience 3); **old** = each method's fixed learning rate and "
+    "epochs (3; probe 10), no early stopping. Metric: accuracy, macro-F1 for sms_spam (imbalanced). "
+    "Where several seeds ran: mean ± standard deviation. *lr* = the learning rate the search chose "
+    "(per seed); *search* = its time as a share of the rest of the run. ⚠ = at or below the "
+    "majority class."
+)
+
+
+def method_rows(cells: Cells, metric: str) -> list[str]:
+    lines = [
+        "| method | auto | old | lr chosen | epochs run / planned | search share | seeds |",
+        "|---|---:|---:|---|---:|---:|---:|",
+    ]
+    for method in METHODS:
+        auto = [v for k, v in cells.items() if k[1] == method and k[2] == "auto"]
+        old = [v for k, v in cells.items() if k[1] == method and k[2] == "old"]
+        if not auto and not old:
+            continue
+        lrs = ", ".join(f"{r['lr']:g}" for r in auto) or "–"
+        epochs = ", ".join(f"{r['epochs_run']}/{r['epochs']}" for r in auto) or "–"
+        shares = [r["lr_search_share"] for r in auto if r.get("lr_search_share") is not None]
+        share = f"{max(shares):.0%} max" if shares else "–"
+        lines.append(
+            f"| {method} | {score(auto, metric)} | {score(old, metric)} | {lrs} | {epochs} | {share} | "
+            f"{len(auto)} |"
+        )
+    return lines
+
+
+def variant_rows(cells: Cells, metric: str) -> list[str]:
+    """Each setting variant beside the same method's default setting (same seed)."""
+    rows = []
+    for name, (method, _) in VARIANTS.items():
+        for (_, _, config, seed), r in cells.items():
+            if config != name:
+                continue
+            default = [v for k, v in cells.items() if k[1:] == (method, "auto", seed)]
+            rows.append(f"| {name} | {score([r], metric)} | {score(default, metric)} | {r['lr']:g} |")
+    if not rows:
+        return []
+    return ["", "| setting variant (auto) | score | default setting | lr |", "|---|---:|---:|---|", *rows]
+
+
+def render(runs: Cells, rows: int) -> str:
     lines = [
         "# Do the defaults transfer? Every method on four datasets",
         "",
-        f"`python bench/tasks.py --rows {rows}` on a 2-core CPU: {rows} training rows per dataset "
-        "(seeded sample), the dataset's own dev/test split for evaluation, max length 128, batch 32. "
-        "**auto** = the new defaults (learning rate and epochs auto, early stopping, patience 3); "
-        "**old** = each method's fixed learning rate and epochs (3; probe 10), no early stopping. "
-        "Metric: accuracy, macro-F1 for sms_spam (imbalanced). Where several seeds ran: mean ± "
-        "standard deviation. *lr* = the learning rate the search chose (per seed); *search* = its "
-        "time as a share of the rest of the run. ⚠ = at or below the majority class.",
+        f"`python bench/tasks.py --rows {rows}` " + INTRO.format(rows=rows),
         "",
     ]
     for dataset, (split, metric) in DATASETS.items():
@@ -133,27 +195,8 @@ def render(runs: dict[tuple[str, str, str, int], dict[str, Any]], rows: int) -> 
         if not cells:
             continue
         majority = next(iter(cells.values()))["majority" if metric == "accuracy" else "majority_macro_f1"]
-        lines += [
-            f"## {dataset} ({split} split, {metric}; majority class {majority:.3f})",
-            "",
-            "| method | auto | old | lr chosen | epochs run / planned | search share | seeds |",
-            "|---|---:|---:|---|---:|---:|---:|",
-        ]
-        for method in METHODS:
-            auto = [v for k, v in cells.items() if k[1] == method and k[2] == "auto"]
-            old = [v for k, v in cells.items() if k[1] == method and k[2] == "old"]
-            if not auto and not old:
-                continue
-
-            lrs = ", ".join(f"{r['lr']:g}" for r in auto)
-            epochs = ", ".join(f"{r['epochs_run']}/{r['epochs']}" for r in auto)
-            shares = [r["lr_search_share"] for r in auto if r.get("lr_search_share") is not None]
-            share = f"{max(shares):.0%} max" if shares else "–"
-            lines.append(
-                f"| {method} | {score(auto, metric)} | {score(old, metric)} | {lrs or '–'} | "
-                f"{epochs or '–'} | {share} | {len(auto)} |"
-            )
-        lines.append("")
+        lines += [f"## {dataset} ({split} split, {metric}; majority class {majority:.3f})", ""]
+        lines += [*method_rows(cells, metric), *variant_rows(cells, metric), ""]
     return "\n".join(lines) + "\n"
 
 
