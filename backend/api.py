@@ -355,13 +355,18 @@ class Workbench:
             "confusion": {j.id: views.confusion(j) for j in jobs},
         }
 
-    def export(self, job_id: int, out: str | Path | None = None) -> Path:
-        """Zip a succeeded job's model folder (default: <data>/exports/job-ID.zip)."""
+    def export(self, job_id: int, out: str | Path | None = None, *, include_samples: bool = False) -> Path:
+        """Zip a succeeded job's model folder (default: <data>/exports/job-ID.zip).
+
+        The zip names the base model by hub id and holds no server path; evaluation texts
+        (sample predictions) go in only with ``include_samples``.
+        """
         from backend.export import export_zip
 
         job = self._finished_job(job_id)
-        target = Path(out) if out else self.settings.data_dir / "exports" / f"job-{job_id}.zip"
-        return export_zip(job.artifact_dir or "", target)
+        name = f"job-{job_id}-with-samples.zip" if include_samples else f"job-{job_id}.zip"
+        target = Path(out) if out else self.settings.data_dir / "exports" / name
+        return export_zip(job.artifact_dir or "", target, include_samples=include_samples)
 
     def export_merged(self, job_id: int) -> Path:
         """Zip a succeeded LoRA job merged into its base (a plain transformers model)."""

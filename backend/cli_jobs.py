@@ -201,9 +201,9 @@ def cmd_delete(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-def export_job(job_id: int, out: str | None, settings: Settings) -> int:
-    """``export ID [--out FILE.zip]``."""
-    path = _bench(settings).export(job_id, out)
+def export_job(job_id: int, out: str | None, settings: Settings, include_samples: bool = False) -> int:
+    """``export ID [--out FILE.zip] [--include-samples]``."""
+    path = _bench(settings).export(job_id, out, include_samples=include_samples)
     _print_json({"zip": str(path), "bytes": path.stat().st_size})
     return 0
 

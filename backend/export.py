@@ -48,6 +48,37 @@ def save_weights(model: Any, library: str, out_dir: Path) -> None:
         raise ValueError(f"no weight saver for library {library}")
 
 
+# Keys in the libraries' JSON files that record where the base model was loaded from.
+PATH_KEYS = (
+    "base_model_name_or_path",
+    "tokenizer_name_or_path",
+    "_name_or_path",
+    "name_or_path",
+    "model_name",
+)
+LIBRARY_JSON = ("adapter_config.json", "config.json", "head_config.json", "tokenizer_config.json")
+
+
+def make_portable(out_dir: Path, portable: str, server_paths: tuple[str, ...]) -> None:
+    """Point the libraries' own files at the base model's portable name (hub id or folder name).
+
+    PEFT's ``AutoPeftModel`` and transformers' configs follow ``base_model_name_or_path`` /
+    ``_name_or_path``; a path on this server would make the folder fail on any other machine.
+    """
+    for name in LIBRARY_JSON:
+        path = out_dir / name
+        if not path.is_file():
+            continue
+        data = json.loads(path.read_text())
+        changed = False
+        for key in PATH_KEYS:
+            value = data.get(key)
+            if isinstance(value, str) and (value in server_paths or Path(value).is_absolute()):
+                data[key], changed = portable, True
+        if changed:
+            path.write_text(json.dumps(data, indent=2))
+
+
 def adapter_bytes(out_dir: Path, library: str) -> int:
     return sum((out_dir / f).stat().st_size for f in ADAPTER_FILES[library] if (out_dir / f).is_file())
 
@@ -76,8 +107,9 @@ def write_common(
         "format_version": FORMAT_VERSION,
         "method": cfg.method,
         "library": spec.library,
-        "base_model": info.name,
-        "base_model_path": info.path,
+        "base_model": info.portable_name,  # what other machines load: a hub id, else a folder name
+        "base_model_hub_id": info.hub_id,
+        "base_model_path": info.path,  # this machine only: left out of exported zips
         "model_type": info.model_type,
         "quant": cfg.quant,
         "label_names": data.label_names,
@@ -96,6 +128,7 @@ def write_common(
         "probs": np.asarray(eval_probs[:n]).tolist(),
     }
     (out_dir / "check_predictions.json").write_text(json.dumps(check))
+    make_portable(out_dir, info.portable_name, (info.path,))
     size = adapter_bytes(out_dir, spec.library)
     (out_dir / "README.md").write_text(render_model_card(manifest, cfg, {**summary, "adapter_bytes": size}))
     return {"artifact_dir": str(out_dir.resolve()), "adapter_bytes": size}
@@ -122,8 +155,29 @@ def save_run(
     )
 
 
-def export_zip(artifact_dir: str | Path, out_zip: str | Path) -> Path:
-    """Pack a run folder (without resumable checkpoints) into one zip."""
+def _strip_server_paths(name: str, data: dict[str, Any]) -> dict[str, Any]:
+    """The copy of a run file that goes into a zip: no path of this server, no user texts."""
+    if name == "workbench.json":
+        data = {k: v for k, v in data.items() if k != "base_model_path"}
+    elif name == "metrics.json":
+        data = {k: v for k, v in data.items() if k != "artifact_dir"}
+    elif name == "training_config.json":
+        for key in ("data", "eval_data"):  # the file names say which data; the folders are ours
+            if data.get(key):
+                data[key] = Path(data[key]).name
+    return data
+
+
+ZIP_REWRITTEN = ("workbench.json", "metrics.json", "training_config.json")
+SAMPLES_FILE = "check_predictions.json"  # evaluation texts with their predictions
+
+
+def export_zip(artifact_dir: str | Path, out_zip: str | Path, *, include_samples: bool = False) -> Path:
+    """Pack a run folder (without resumable checkpoints) into one zip that works elsewhere.
+
+    No path of this server goes in, and no training or evaluation text unless
+    ``include_samples`` (the sample predictions file, for checking a reload).
+    """
     artifact_dir, out_zip = Path(artifact_dir), Path(out_zip)
     if not (artifact_dir / "workbench.json").is_file():
         from backend.errors import ConfigError
@@ -135,7 +189,14 @@ def export_zip(artifact_dir: str | Path, out_zip: str | Path) -> Path:
         for path in sorted(artifact_dir.rglob("*")):
             rel = path.relative_to(artifact_dir)
             # checkpoints and the merged model are not the adapter; the job log is the app's own
-            if path.is_file() and rel.parts[0] not in ("checkpoint", "merged", "job.log"):
+            if not path.is_file() or rel.parts[0] in ("checkpoint", "merged", "job.log"):
+                continue
+            if rel.as_posix() == SAMPLES_FILE and not include_samples:
+                continue
+            if rel.as_posix() in ZIP_REWRITTEN:
+                data = _strip_server_paths(rel.name, json.loads(path.read_text()))
+                zf.writestr(rel.as_posix(), json.dumps(data, indent=2))
+            else:
                 zf.write(path, rel.as_posix())
     tmp.replace(out_zip)
     return out_zip

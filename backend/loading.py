@@ -15,6 +15,7 @@ import numpy as np
 import torch
 
 from backend.errors import ConfigError
+from backend.models import locate_base
 
 
 def read_manifest(artifact_dir: Path) -> dict[str, Any]:
@@ -43,7 +44,7 @@ def _quant_kwargs(manifest: dict[str, Any]) -> dict[str, Any]:
 
     info = ModelInfo(
         manifest["base_model"],
-        manifest["base_model_path"],
+        locate_base(manifest),
         manifest["model_type"],
         0,
         0,
@@ -58,7 +59,7 @@ def _base_classifier(manifest: dict[str, Any]) -> Any:
 
     hf_logging.set_verbosity_error()
     model = AutoModelForSequenceClassification.from_pretrained(
-        manifest["base_model_path"],
+        locate_base(manifest),
         pad_token_id=manifest.get("pad_token_id"),
         **_labels(manifest),
         **_quant_kwargs(manifest),

@@ -62,9 +62,11 @@ def _merge(run: Path, manifest: dict[str, Any], merged: Path) -> None:
     from peft import PeftModel
     from transformers import AutoTokenizer
 
-    from backend.models import load_classifier, model_info
+    from backend.export import make_portable
+    from backend.models import load_classifier, locate_base, model_info
 
-    base = load_classifier(model_info(manifest["base_model_path"]), manifest["label_names"])
+    info = model_info(locate_base(manifest))
+    base = load_classifier(info, manifest["label_names"])
     model = PeftModel.from_pretrained(base, str(run)).merge_and_unload().eval()
     tokenizer = AutoTokenizer.from_pretrained(str(run))
     _check(model, tokenizer, run, manifest, torch)
@@ -72,6 +74,7 @@ def _merge(run: Path, manifest: dict[str, Any], merged: Path) -> None:
     shutil.rmtree(tmp, ignore_errors=True)
     model.save_pretrained(str(tmp), safe_serialization=True)
     tokenizer.save_pretrained(str(tmp))
+    make_portable(tmp, manifest["base_model"], (info.path,))
     shutil.copyfile(run / "labels.json", tmp / "labels.json")
     (tmp / "README.md").write_text(
         _CARD.format(

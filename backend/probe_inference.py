@@ -33,7 +33,9 @@ def load_probe(artifact_dir: Path, manifest: dict[str, Any], quant_kwargs: dict[
     from transformers import AutoModel
 
     pcfg = json.loads((artifact_dir / "probe_config.json").read_text())
-    encoder = AutoModel.from_pretrained(manifest["base_model_path"], **quant_kwargs)
+    from backend.models import locate_base
+
+    encoder = AutoModel.from_pretrained(locate_base(manifest), **quant_kwargs)
     head = ProbeHead(pcfg["in_features"], pcfg["num_labels"], pcfg["head"], pcfg["hidden_size"])
     head.load_state_dict(load_file(str(artifact_dir / "probe_head.safetensors")))
     model = ProbeClassifier(encoder, head, pcfg["layer"], pcfg["pooling"], pcfg["last_token"])
