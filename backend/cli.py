@@ -196,6 +196,7 @@ def cmd_train(args: argparse.Namespace, settings: Settings) -> int:
 def cmd_predict(args: argparse.Namespace, settings: Settings) -> int:
     import pandas as pd
 
+    from backend.csv_safe import write_csv
     from backend.data import read_table
     from backend.errors import DataError
     from backend.loading import Predictor
@@ -221,7 +222,7 @@ def cmd_predict(args: argparse.Namespace, settings: Settings) -> int:
             "probability": [round(p[1], 6) for p in preds],
         }
     )
-    out.to_csv(args.out, index=False)
+    write_csv(out, args.out)  # formula-like cells quoted: people open this in a spreadsheet
     print(f"wrote {len(out)} predictions to {args.out}", file=sys.stderr)
     return 0
 
@@ -234,10 +235,10 @@ def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
     if (args.job is None) == (args.artifact is None):
         raise ConfigError("export takes a job id or --artifact DIR (one of the two)")
     if args.job is not None:
-        return export_job(args.job, args.out, settings)
+        return export_job(args.job, args.out, settings, args.include_samples)
     if not args.out:
         raise ConfigError("export --artifact needs --out FILE.zip")
-    path = export_zip(args.artifact, args.out)
+    path = export_zip(args.artifact, args.out, include_samples=args.include_samples)
     print(json.dumps({"zip": str(path), "bytes": path.stat().st_size}))
     return 0
 
@@ -268,6 +269,11 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("job", type=int, nargs="?", help="job id")
     export.add_argument("--artifact", help="a run folder instead of a job")
     export.add_argument("--out", help="zip to write (jobs default to <data dir>/exports/)")
+    export.add_argument(
+        "--include-samples",
+        action="store_true",
+        help="also pack up to 64 evaluation texts with their predictions (left out by default)",
+    )
     add_job_commands(sub, common, add_train_arguments)
     return parser
 

@@ -23,6 +23,9 @@ class Settings:
     db_url: str
     host: str = "127.0.0.1"
     port: int = 7860
+    # Web app only (flags of `python app.py`); the CLI is a local user and is not limited.
+    allow_local_models: bool = False  # --allow-local-models: API/UI may name server folders as models
+    admin_details: bool = False  # --admin-details: remote callers see tracebacks, paths and pids
 
     @classmethod
     def from_env(cls) -> Settings:

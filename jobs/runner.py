@@ -85,9 +85,15 @@ def describe_exit(code: int) -> str:
     return f"exit code {code}"
 
 
+# The web app's login (ui.server): a worker never needs it, and its environment is readable
+# by anything the training code runs (a model's remote code, a data loader).
+WORKER_ENV_DROPPED = ("WORKBENCH_AUTH",)
+
+
 def worker_environment(settings: Settings, gpu: int | None) -> dict[str, str]:
-    """The worker's environment: this one plus where the data and database are."""
-    env = dict(os.environ)
+    """The worker's environment: this one, less the app's password, plus where the data and
+    database are."""
+    env = {k: v for k, v in os.environ.items() if k not in WORKER_ENV_DROPPED}
     env.update(
         WORKBENCH_DATA_DIR=str(settings.data_dir),
         WORKBENCH_DB_URL=settings.db_url,

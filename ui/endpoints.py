@@ -6,6 +6,11 @@ callers get keyword arguments with JSON types and a readable error instead of
 component plumbing. The tabs call the same methods, so what a script gets is what
 the page shows. Methods raise :class:`WorkbenchError`; :func:`register` turns that
 into ``gr.Error`` for API callers, the tabs into an inline message.
+
+Whoever reaches the port reaches every endpoint, so: files come only through Gradio's
+upload (never a server path), base models only from the catalogue or the hub (unless
+--allow-local-models), and callers from other machines get results without tracebacks,
+pids or server paths (unless --admin-details; see ui.exposure).
 """
 
 from __future__ import annotations
@@ -17,11 +22,24 @@ from typing import Any
 
 import gradio as gr
 from gradio import FileData
+from gradio.context import LocalContext
+from gradio.utils import get_upload_folder
 
 from backend.api import Workbench
 from backend.errors import ConfigError, WorkbenchError
+from backend.hub_cache import looks_like_hub_id
+from backend.settings import PROJECT_ROOT
+from ui.exposure import is_local_request, redact
 
 QUANT_ALIASES = {"none": "none", "8bit": "8bit", "8-bit": "8bit", "4bit": "4bit", "4-bit": "4bit"}
+SERVER_PATH_REFUSED = (
+    "server paths are not accepted: upload the file itself "
+    "(gradio_client: handle_file('data.csv'); the web page: the Upload dataset box)"
+)
+LOCAL_MODELS_HINT = (
+    "pick a model from the list, put its folder under models_cache/, or give a hub id like "
+    "'owner/name' (whoever starts the app can allow local folders with --allow-local-models)"
+)
 
 
 def public_dataset(dataset: dict[str, Any]) -> dict[str, Any]:
@@ -33,6 +51,59 @@ def public_dataset(dataset: dict[str, Any]) -> dict[str, Any]:
     out = {k: v for k, v in dataset.items() if k != "path"}
     out["stored_file"] = dataset.get("path")
     return out
+
+
+def uploaded_file(file: Any) -> Path:
+    """The server path of a file that came through Gradio's upload; else a ConfigError.
+
+    Gradio checks only file dicts tagged ``meta: {"_type": "gradio.FileData"}`` (those must
+    lie in its upload folder); a plain string or an untagged ``{"path": ...}`` arrives as
+    sent. So the location is checked here, after resolving symlinks and "..": anything
+    outside the upload folder would let a caller read any table the app can read.
+    """
+    raw = file.get("path") if isinstance(file, dict) else getattr(file, "path", file)
+    if not raw:
+        raise ConfigError("no file given; pass handle_file('your.csv')")
+    try:
+        path = Path(str(raw)).resolve()
+        inside = path.is_relative_to(Path(get_upload_folder()).resolve())
+    except (OSError, ValueError):  # e.g. a NUL byte, a symlink loop
+        inside = False
+    if not inside:
+        raise ConfigError(SERVER_PATH_REFUSED)
+    return path
+
+
+def check_model_name(name: str | None, catalogue: list[str], *, allow_local: bool = False) -> None:
+    """Refuse a base model that names a file or folder on the server.
+
+    Accepted: nothing (the default), a catalogue name (the default model and the
+    models_cache/ folders) and a hub id; with ``allow_local`` anything. The CLI does not
+    call this: whoever runs it is a local user already.
+    """
+    if not name or allow_local or name in catalogue:
+        return
+    if Path(name).is_absolute() or ".." in name or name.startswith("~"):
+        raise ConfigError(f"model '{name}': server paths are not accepted; {LOCAL_MODELS_HINT}")
+    if not looks_like_hub_id(name):
+        raise ConfigError(f"model '{name}' is neither a listed model nor a hub id; {LOCAL_MODELS_HINT}")
+    # The backend tries a name as a folder before the hub (from the app's and the worker's
+    # working folder), so a hub-shaped name must not name an existing one.
+    if any((base / name).exists() for base in {Path.cwd(), PROJECT_ROOT}):
+        raise ConfigError(f"model '{name}' names a folder on the server; {LOCAL_MODELS_HINT}")
+
+
+def caller_is_local(request: gr.Request | None = None) -> bool:
+    """True when the caller may see server details (tracebacks, paths, pids).
+
+    ``request`` is what gr.api passes; tab handlers pass none, so Gradio's record of the
+    event being handled is asked instead. No event at all: an in-process caller (a test,
+    a script), local by definition. An event without a request fails closed.
+    """
+    request = request or LocalContext.request.get(None)
+    if request is None:
+        return not LocalContext.in_event_listener.get(False)
+    return is_local_request(request)
 
 
 def str_keys(value: Any) -> Any:
@@ -51,6 +122,12 @@ class Endpoints:
         self.api = api
         # The method catalogue is fixed for the life of the process; list it once.
         self.methods: list[dict[str, Any]] = api.list_methods()
+
+    def shown(self, value: Any, request: gr.Request | None = None) -> Any:
+        """``value`` whole for a caller on this machine (or with --admin-details), else redacted."""
+        if self.api.settings.admin_details or caller_is_local(request):
+            return value
+        return redact(value)
 
     # ------------------------------------------------------------ lookups
 
@@ -79,28 +156,26 @@ class Endpoints:
         text_column: str | None = None,
         text_pair_column: str | None = None,
         label_column: str | None = None,
+        request: gr.Request | None = None,
     ) -> dict[str, Any]:
-        """Register a CSV/TSV/JSONL/Parquet file; columns are auto-detected unless given.
+        """Register an uploaded CSV/TSV/JSONL/Parquet file (gradio_client: ``handle_file(path)``);
+        columns are auto-detected unless given. Paths on the server are refused.
 
         Returns the dataset: {id, name, rows, columns, mapping, label_counts, stored_file, ...}.
         """
-        # gr.api hands over the uploaded copy's path; direct callers may pass a dict or FileData.
-        path = file.get("path") if isinstance(file, dict) else getattr(file, "path", file)
-        if not path:
-            raise ConfigError("no file given; pass handle_file('your.csv')")
-        return public_dataset(
-            self.api.register_dataset(
-                Path(str(path)),
-                name or None,
-                text_column=text_column or None,
-                text_pair_column=text_pair_column or None,
-                label_column=label_column or None,
-            )
+        # gr.api hands over the uploaded copy's path; the Data tab its gr.File's path.
+        dataset = self.api.register_dataset(
+            uploaded_file(file),
+            name or None,
+            text_column=text_column or None,
+            text_pair_column=text_pair_column or None,
+            label_column=label_column or None,
         )
+        return self.shown(public_dataset(dataset), request)
 
-    def datasets(self) -> list[dict[str, Any]]:
+    def datasets(self, request: gr.Request | None = None) -> list[dict[str, Any]]:
         """Every registered dataset, newest first."""
-        return [public_dataset(d) for d in self.api.list_datasets()]
+        return self.shown([public_dataset(d) for d in self.api.list_datasets()], request)
 
     def launch(
         self,
@@ -123,6 +198,8 @@ class Endpoints:
         Returns {id, name, method, status}.
         """
         spec = self.method(method)
+        settings = self.api.settings
+        check_model_name(model, self.api.list_models(), allow_local=settings.allow_local_models)
         job_id = self.api.submit(
             self._config(
                 dataset_id,
@@ -181,38 +258,42 @@ class Endpoints:
             cfg["eval_data"] = self.dataset(eval_dataset_id)["path"]
         return cfg
 
-    def jobs(self) -> list[dict[str, Any]]:
+    def jobs(self, request: gr.Request | None = None) -> list[dict[str, Any]]:
         """Every job, newest first: id, name, status, method, knobs, progress, ETA, accuracy..."""
-        return self.api.list_jobs()
+        return self.shown(self.api.list_jobs(), request)
 
-    def job(self, job_id: int, log_tail: int = 100) -> dict[str, Any]:
-        """One job in full: config, metrics, series, log tail, error."""
-        return self.api.get_job(int(job_id), log_tail=int(log_tail))
+    def job(self, job_id: int, log_tail: int = 100, request: gr.Request | None = None) -> dict[str, Any]:
+        """One job in full: config, metrics, series, log tail, error. Callers from other
+        machines get no traceback, pid, host or server path (file names only)."""
+        return self.shown(self.api.get_job(int(job_id), log_tail=int(log_tail)), request)
 
-    def cancel(self, job_id: int) -> dict[str, Any]:
+    def cancel(self, job_id: int, request: gr.Request | None = None) -> dict[str, Any]:
         """Cancel a queued job now, or ask a running one to stop; returns the job."""
-        return self.api.cancel(int(job_id))
+        return self.shown(self.api.cancel(int(job_id)), request)
 
-    def compare(self, job_ids: list[int]) -> dict[str, Any]:
+    def compare(self, job_ids: list[int], request: gr.Request | None = None) -> dict[str, Any]:
         """Side-by-side table, curves, config diff, per-class F1 and confusion of jobs."""
         if not job_ids:
             raise ConfigError("pick at least one run to compare")
-        return str_keys(self.api.compare([int(i) for i in job_ids]))
+        return self.shown(str_keys(self.api.compare([int(i) for i in job_ids])), request)
 
-    def export(self, job_id: int) -> FileData:
-        """The zip of a succeeded job: adapter files, head, label map, model card."""
-        return FileData(path=str(self.api.export(int(job_id))))
+    def export(self, job_id: int, include_samples: bool = False) -> FileData:
+        """The zip of a succeeded job: adapter files, head, label map, model card. It names the
+        base model by hub id and holds no server path; ``include_samples`` adds up to 64
+        evaluation texts with their predictions (left out by default)."""
+        return FileData(path=str(self.api.export(int(job_id), include_samples=bool(include_samples))))
 
 
-def _as_api_error(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """API callers get the backend's message as a gr.Error (an AppError in gradio_client)."""
+def _as_api_error(fn: Callable[..., Any], endpoints: Endpoints) -> Callable[..., Any]:
+    """API callers get the backend's message as a gr.Error (an AppError in gradio_client);
+    callers from other machines get it with server paths cut to file names."""
 
     @functools.wraps(fn)
     def call(*args: Any, **kwargs: Any) -> Any:
         try:
             return fn(*args, **kwargs)
         except WorkbenchError as exc:
-            raise gr.Error(str(exc), print_exception=False) from None
+            raise gr.Error(endpoints.shown(str(exc)), print_exception=False) from None
 
     return call
 
@@ -225,4 +306,4 @@ def register(endpoints: Endpoints) -> None:
     for name in PUBLIC:
         # Concurrency: reads are cheap and may run side by side; the Workbench locks
         # what must not (model loading).
-        gr.api(_as_api_error(getattr(endpoints, name)), api_name=name, concurrency_limit=None)
+        gr.api(_as_api_error(getattr(endpoints, name), endpoints), api_name=name, concurrency_limit=None)

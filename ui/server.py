@@ -3,46 +3,71 @@
 ``serve(settings, host, port, auth)`` is what ``python app.py`` runs;
 ``python -m ui.server --port N`` does the same for tests and benchmarks. Offline by
 design: analytics off, no share link, nothing fetched from the internet.
+
+The password comes from ``WORKBENCH_AUTH`` or ``--auth-file``: a ``--auth`` value is
+readable by every user of the machine (``ps``), so it still works but earns a warning.
 """
 
 from __future__ import annotations
 
 import argparse
-import ipaddress
 import logging
 import os
 import signal
+import stat
 import sys
 import threading
+from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from backend.errors import ConfigError, WorkbenchError
 from backend.settings import Settings, apply_environment
+from ui.exposure import is_loopback
 
-AUTH_ENV = "WORKBENCH_AUTH"
-LOOPBACK_NAMES = {"localhost", "localhost.localdomain", "ip6-localhost"}
+AUTH_ENV = "WORKBENCH_AUTH"  # jobs.runner.worker_environment keeps it from the workers
+AUTH_ON_COMMAND_LINE = (
+    "warning: --auth puts the password on the command line, where every user of this machine "
+    f"can read it (ps, /proc). Set {AUTH_ENV}=user:password or use --auth-file FILE instead."
+)
 
 log = logging.getLogger("ui.server")
 
 
-def is_loopback(host: str) -> bool:
-    """True for addresses only this machine can reach (127.0.0.0/8, ::1, localhost)."""
-    if host.lower() in LOOPBACK_NAMES:
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False  # a host name: it may well resolve to a public interface
-
-
-def parse_auth(text: str | None) -> tuple[str, str] | None:
+def parse_auth(text: str | None, source: str = f"--auth-file / {AUTH_ENV}") -> tuple[str, str] | None:
     """``"user:password"`` -> ("user", "password"); None/"" -> None."""
     if not text:
         return None
     user, sep, password = text.partition(":")
     if not sep or not user or not password:
-        raise ConfigError(f"--auth / {AUTH_ENV} must look like user:password (both non-empty)")
+        raise ConfigError(f"{source} must look like user:password (both non-empty)")
     return user, password
+
+
+def read_auth_file(path: str) -> str:
+    """The first non-empty line of ``path`` (a trailing newline is no part of the password)."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+        mode = Path(path).stat().st_mode
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"--auth-file {path}: cannot read it ({exc})") from None
+    if mode & (stat.S_IRWXG | stat.S_IRWXO):
+        print(f"warning: --auth-file {path} is readable by other users; chmod 600 it", file=sys.stderr)
+    return next((line.strip() for line in text.splitlines() if line.strip()), "")
+
+
+def read_auth(
+    auth: str | None, auth_file: str | None, environ: Mapping[str, str] = os.environ
+) -> tuple[str, str] | None:
+    """The login from ``--auth-file``, else ``--auth`` (with a warning), else ``WORKBENCH_AUTH``."""
+    if auth and auth_file:
+        raise ConfigError("give --auth-file or --auth, not both")
+    if auth_file:
+        return parse_auth(read_auth_file(auth_file), f"the first line of --auth-file {auth_file}")
+    if auth:
+        print(AUTH_ON_COMMAND_LINE, file=sys.stderr)
+        return parse_auth(auth, "--auth")
+    return parse_auth(environ.get(AUTH_ENV), AUTH_ENV)
 
 
 def check_exposure(host: str, auth: tuple[str, str] | None) -> None:
@@ -50,8 +75,8 @@ def check_exposure(host: str, auth: tuple[str, str] | None) -> None:
     if not is_loopback(host) and auth is None:
         raise ConfigError(
             f"refusing to serve on {host} without a password: anyone who can reach it could "
-            f"train, delete and download models. Add --auth user:password (or set {AUTH_ENV}=user:password), "
-            "or use --host 127.0.0.1 and an SSH tunnel."
+            f"train, delete and download models. Set {AUTH_ENV}=user:password or pass --auth-file FILE "
+            "(a file holding user:password), or use --host 127.0.0.1 and an SSH tunnel."
         )
 
 
@@ -125,9 +150,26 @@ def add_server_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", default="127.0.0.1", help="address to serve on (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=7860, help="port (default 7860)")
     parser.add_argument(
+        "--auth-file",
+        metavar="FILE",
+        help=f"a file holding user:password, required to serve beyond this machine (or set {AUTH_ENV})",
+    )
+    parser.add_argument(
         "--auth",
-        default=os.environ.get(AUTH_ENV),
-        help=f"user:password, required to serve beyond this machine (or set {AUTH_ENV})",
+        metavar="USER:PASSWORD",
+        help=f"discouraged: visible to every user in `ps`; use {AUTH_ENV} or --auth-file",
+    )
+    parser.add_argument(
+        "--allow-local-models",
+        action="store_true",
+        help="let the web page and API name any server folder as base model (default: only the "
+        "list, models_cache/ folders and hub ids)",
+    )
+    parser.add_argument(
+        "--admin-details",
+        action="store_true",
+        help="show tracebacks, server paths and pids to callers from other machines too "
+        "(default: only to callers on this machine)",
     )
     parser.add_argument(
         "--no-supervisor", action="store_true", help="serve only; jobs run in a separate `app.py worker`"
@@ -139,8 +181,10 @@ def run_app(settings: Settings, args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     # SIGTERM (e.g. from a test harness or systemd) should stop cleanly, like Ctrl-C.
     signal.signal(signal.SIGTERM, _interrupt)
+    settings = settings.with_(allow_local_models=args.allow_local_models, admin_details=args.admin_details)
     try:
-        serve(settings, args.host, args.port, parse_auth(args.auth), open_supervisor=not args.no_supervisor)
+        auth = read_auth(args.auth, args.auth_file)
+        serve(settings, args.host, args.port, auth, open_supervisor=not args.no_supervisor)
     except WorkbenchError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -150,7 +194,7 @@ def run_app(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m ui.server [--host H] [--port N] [--auth user:password] [--no-supervisor]``."""
+    """``python -m ui.server [--host H] [--port N] [--auth-file FILE] [--no-supervisor] ...``."""
     parser = argparse.ArgumentParser(prog="python -m ui.server", description=__doc__.splitlines()[0])
     add_server_arguments(parser)
     return run_app(Settings.from_env(), parser.parse_args(argv))

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import csv
 import json
+import re
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -10,9 +12,11 @@ from typing import Any
 import pytest
 
 from tests.ui.conftest import Server, start_server, stop_server, wait_finished
+from tests.unit.test_cli import cli
 
 QUICK = {"epochs": 1, "max_length": 32, "batch_size": 16}
 PUBLIC = ("/upload_dataset", "/launch", "/jobs", "/job", "/cancel", "/compare", "/export")
+SERVER_PATHS_REFUSED = "server paths are not accepted: upload the file itself"
 
 
 @pytest.fixture(scope="module")
@@ -67,6 +71,12 @@ def test_launched_jobs_succeed_with_their_settings(client: Any, two_runs: dict[s
         assert row["accuracy"] is not None
     detail = client.predict(job_id=lora["id"], api_name="/job")
     assert detail["config"]["method_config"] == {"rank": 4}
+    # A caller on this machine gets every detail: where the files are, which process ran it.
+    assert Path(detail["artifact_dir"]).is_dir() and Path(detail["log_path"]).is_file()
+    assert Path(detail["config"]["data"]).is_absolute() and detail["worker_pid"] > 0
+    assert any(
+        "pid" in line for line in client.predict(job_id=lora["id"], log_tail=1000, api_name="/job")["log"]
+    )
     assert (detail["config"]["epochs"], detail["config"]["max_length"]) == (1, 32)
     assert detail["series"]["train_loss"], "a finished run has a loss curve"
     assert client.predict(job_id=probe["id"], api_name="/job")["layer_accuracy"]
@@ -94,14 +104,17 @@ def test_export_is_a_zip_that_plain_peft_loads_and_predicts_with(
         p.name for p in tmp_path.iterdir()
     }
     assert "PeftModel.from_pretrained" in (tmp_path / "README.md").read_text()
-    probs, labels = _predict_with_plain_peft(tmp_path)
-    check = json.loads((tmp_path / "check_predictions.json").read_text())
+    # The zip holds no texts unless asked; the run folder (a loopback caller sees it) does.
+    artifact = Path(client.predict(job_id=two_runs["lora"]["id"], api_name="/job")["artifact_dir"])
+    check = json.loads((artifact / "check_predictions.json").read_text())
+    probs, labels = _predict_with_plain_peft(tmp_path, check["texts"])
     assert labels == ["neg", "pos"]
     assert abs(probs - torch.tensor(check["probs"])).max() < 1e-4
 
 
-def _predict_with_plain_peft(folder: Path) -> tuple[Any, list[str]]:
-    """What a user's script does with the zip: transformers + peft, nothing from this project."""
+def _predict_with_plain_peft(folder: Path, texts: list[str]) -> tuple[Any, list[str]]:
+    """What a user's script does with the zip: transformers + peft, nothing from this project
+    (the base by its hub id, found offline in the project's HF_HOME)."""
     import torch
     from peft import PeftModel
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
@@ -109,11 +122,10 @@ def _predict_with_plain_peft(folder: Path) -> tuple[Any, list[str]]:
     manifest = json.loads((folder / "workbench.json").read_text())
     id2label = {int(k): v for k, v in json.loads((folder / "labels.json").read_text())["id2label"].items()}
     base = AutoModelForSequenceClassification.from_pretrained(
-        manifest["base_model_path"], num_labels=len(id2label), id2label=id2label
+        manifest["base_model"], num_labels=len(id2label), id2label=id2label
     )
     model = PeftModel.from_pretrained(base, str(folder)).eval()
     tokenizer = AutoTokenizer.from_pretrained(str(folder))
-    texts = json.loads((folder / "check_predictions.json").read_text())["texts"]
     enc = tokenizer(
         texts, truncation=True, max_length=manifest["max_length"], padding=True, return_tensors="pt"
     )
@@ -143,6 +155,76 @@ def test_a_lora_run_merges_into_a_plain_transformers_model(
     assert abs(probs - torch.tensor(check["probs"])).max() < 1e-3
     assert model.config.id2label == {0: "neg", 1: "pos"}
     assert not any("lora" in name for name, _ in model.named_parameters())
+
+
+def test_a_caller_from_another_machine_gets_no_server_details(
+    server: Server, two_runs: dict[str, Any]
+) -> None:
+    """Through a proxy (the app on loopback sees X-Forwarded-For): file names only, no pids."""
+    from gradio_client import Client
+
+    remote = Client(server.url, verbose=False, headers={"X-Forwarded-For": "203.0.113.9"})
+    lora_id, probe_id = two_runs["lora"]["id"], two_runs["probe"]["id"]
+    detail = remote.predict(job_id=lora_id, log_tail=1000, api_name="/job")
+    assert not {"artifact_dir", "log_path", "worker_pid", "worker_host", "error_detail"} & set(detail)
+    assert "artifact_dir" not in detail["metrics"] and detail["metrics"]["accuracy"] is not None
+    assert detail["config"]["data"] == "tiny.csv" and detail["log"]
+    answers = {
+        "job": detail,
+        "jobs": remote.predict(api_name="/jobs"),
+        "datasets": remote.predict(api_name="/datasets"),
+        "compare": remote.predict(job_ids=[lora_id, probe_id], api_name="/compare"),
+    }
+    data_dir = str(server.settings.data_dir)
+    for name, answer in answers.items():
+        text = json.dumps(answer)
+        assert data_dir not in text and not re.search(r"\bpid \d", text), name
+    assert {d["stored_file"] for d in answers["datasets"]} >= {"tiny.csv"}
+
+
+def test_server_paths_are_refused_and_nothing_is_stored(client: Any, tmp_path: Path) -> None:
+    from gradio_client.exceptions import AppError
+
+    secret = tmp_path / "secret.csv"
+    secret.write_text("text,label\nthe server's own table,a\nmore,b\n")
+    before = client.predict(api_name="/datasets")
+    for given in (str(secret), {"path": str(secret)}):
+        with pytest.raises(AppError, match=SERVER_PATHS_REFUSED):
+            client.predict(file=given, api_name="/upload_dataset")
+    assert client.predict(api_name="/datasets") == before
+
+
+def test_models_are_listed_or_hub_ids_not_server_folders(client: Any, tiny_csv: Path) -> None:
+    from gradio_client import handle_file
+    from gradio_client.exceptions import AppError
+
+    dataset = client.predict(file=handle_file(str(tiny_csv)), api_name="/upload_dataset")
+    jobs_before = len(client.predict(api_name="/jobs"))
+    for model in ("/tmp/x", "../x"):
+        with pytest.raises(AppError, match=f"model '{re.escape(model)}': server paths are not accepted"):
+            client.predict(dataset_id=dataset["id"], method="lora", model=model, api_name="/launch")
+    # A hub id passes the check and fails later, offline, for a different reason.
+    with pytest.raises(AppError, match="model 'someone/no-such-model' is not available") as caught:
+        client.predict(
+            dataset_id=dataset["id"], method="lora", model="someone/no-such-model", api_name="/launch"
+        )
+    assert "server paths" not in str(caught.value)
+    assert len(client.predict(api_name="/jobs")) == jobs_before
+
+
+def test_predictions_csv_quotes_formula_like_cells(
+    client: Any, two_runs: dict[str, Any], tmp_path: Path
+) -> None:
+    """CLI predict on a run made through the API; a text starting with "=" stays text."""
+    artifact = client.predict(job_id=two_runs["lora"]["id"], api_name="/job")["artifact_dir"]
+    data, out = tmp_path / "new.csv", tmp_path / "predictions.csv"
+    with data.open("w", newline="") as fh:
+        csv.writer(fh).writerows([["text"], ["=1+1"], ["@SUM(A1)"], ["a wonderful film"]])
+    done = cli("predict", "--artifact", artifact, "--data", str(data), "--out", str(out))
+    assert done.returncode == 0, done.stderr[-2000:]
+    rows = list(csv.DictReader(out.open(newline="")))
+    assert [r["text"] for r in rows] == ["'=1+1", "'@SUM(A1)", "a wonderful film"]
+    assert all(r["predicted_label"] in ("neg", "pos") for r in rows)
 
 
 def test_errors_come_back_as_messages(client: Any, two_runs: dict[str, Any]) -> None:
@@ -183,10 +265,15 @@ def test_a_restarted_app_shows_the_same_jobs(
 
 
 def test_with_auth_the_api_needs_the_password(tmp_path: Path) -> None:
+    """The password comes from a file, so `ps` does not show it."""
     from gradio_client import Client
 
-    locked = start_server(tmp_path, "--auth", "ann:s3cret", "--no-supervisor")
+    secret = tmp_path / "auth"
+    secret.write_text("ann:s3cret\n")
+    secret.chmod(0o600)
+    locked = start_server(tmp_path, "--auth-file", str(secret), "--no-supervisor")
     try:
+        assert b"s3cret" not in Path(f"/proc/{locked.process.pid}/cmdline").read_bytes()
         with pytest.raises(Exception, match="credentials"):
             Client(locked.url, verbose=False)
         assert Client(locked.url, auth=("ann", "s3cret"), verbose=False).predict(api_name="/jobs") == []

@@ -16,7 +16,7 @@ from backend.errors import ConfigError
 from backend.settings import PROJECT_ROOT, Settings
 from ui import charts, tables
 from ui.forms import build_method_forms, coerce, control_for
-from ui.server import check_exposure, is_loopback, parse_auth
+from ui.server import AUTH_ON_COMMAND_LINE, check_exposure, is_loopback, parse_auth, read_auth
 
 
 @pytest.fixture(scope="module")
@@ -217,7 +217,7 @@ def test_loopback_hosts_need_no_password(host: str) -> None:
 
 @pytest.mark.parametrize("host", ["0.0.0.0", "192.168.1.5", "my-server.example.org"])
 def test_other_hosts_are_refused_without_auth(host: str) -> None:
-    with pytest.raises(ConfigError, match="--auth user:password"):
+    with pytest.raises(ConfigError, match="WORKBENCH_AUTH=user:password or pass --auth-file FILE"):
         check_exposure(host, None)
     check_exposure(host, ("ann", "secret"))
 
@@ -228,6 +228,42 @@ def test_auth_is_user_colon_password() -> None:
     for bad in ("ann", ":secret", "ann:"):
         with pytest.raises(ConfigError, match="user:password"):
             parse_auth(bad)
+
+
+def test_the_password_comes_from_a_file_or_the_environment(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    secret = tmp_path / "auth"
+    secret.write_text("ann:s3:cret\n")  # as `echo ann:s3:cret > auth` writes it
+    secret.chmod(0o600)
+    assert read_auth(None, str(secret), {}) == ("ann", "s3:cret")
+    assert read_auth(None, str(secret), {"WORKBENCH_AUTH": "bob:x"}) == ("ann", "s3:cret")
+    assert read_auth(None, None, {"WORKBENCH_AUTH": "bob:x"}) == ("bob", "x")
+    assert read_auth(None, None, {}) is None
+    assert capsys.readouterr().err == ""
+    secret.chmod(0o644)
+    read_auth(None, str(secret), {})
+    assert "readable by other users; chmod 600" in capsys.readouterr().err
+
+
+def test_a_password_on_the_command_line_works_with_a_warning(capsys: pytest.CaptureFixture[str]) -> None:
+    assert read_auth("ann:secret", None, {}) == ("ann", "secret")
+    assert capsys.readouterr().err.strip() == AUTH_ON_COMMAND_LINE
+    assert "WORKBENCH_AUTH" in AUTH_ON_COMMAND_LINE and "--auth-file" in AUTH_ON_COMMAND_LINE
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [(None, "--auth-file .*: cannot read it"), ("ann\n", "first line of --auth-file .* user:password")],
+)
+def test_a_bad_auth_file_is_one_clear_error(tmp_path: Path, content: str | None, message: str) -> None:
+    path = tmp_path / "auth"
+    if content is not None:
+        path.write_text(content)
+    with pytest.raises(ConfigError, match=message):
+        read_auth(None, str(path), {})
+    with pytest.raises(ConfigError, match="not both"):
+        read_auth("ann:x", str(path), {})
 
 
 def test_the_server_refuses_a_public_host_without_auth(tmp_path: Path) -> None:

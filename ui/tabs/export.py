@@ -35,13 +35,13 @@ class _Handlers:
     def __init__(self, endpoints: Endpoints) -> None:
         self.endpoints = endpoints
 
-    def pick(self, job_id: int | None) -> tuple[Any, str, Any, Any]:
+    def pick(self, job_id: int | None, include_samples: bool = False) -> tuple[Any, str, Any, Any]:
         """Build the run's zip so that "Download adapter" serves it."""
         hidden_merge = gr.update(visible=False)
         if not job_id:
             return gr.DownloadButton(value=None, interactive=False), "", hidden_merge, gr.skip()
         try:
-            path = Path(self.endpoints.export(int(job_id)).path)
+            path = Path(self.endpoints.export(int(job_id), include_samples=bool(include_samples)).path)
             method = self.endpoints.job(int(job_id), log_tail=0)["method"]
         except Exception as exc:  # noqa: BLE001
             return (
@@ -76,6 +76,12 @@ def build_export_tab(endpoints: Endpoints, tab: gr.Tab) -> None:
     with gr.Row(equal_height=True):
         run = gr.Dropdown(label="Run to export", choices=[], interactive=True, scale=4)
         refresh = gr.Button("Refresh list", size="sm", scale=1)
+    samples = gr.Checkbox(
+        value=False,
+        label="Include sample predictions",
+        info="Adds up to 64 evaluation texts with the run's predictions (to check a reload); "
+        "left out by default so that no training or evaluation text leaves with the adapter.",
+    )
     download = gr.DownloadButton("Download adapter", variant="primary", interactive=False)
     contents = gr.Markdown()
     with gr.Group(visible=False) as merge_group:
@@ -97,5 +103,6 @@ def build_export_tab(endpoints: Endpoints, tab: gr.Tab) -> None:
     private: dict[str, Any] = {"api_visibility": "private"}
     for trigger in (tab.select, refresh.click):
         trigger(reload, [run], [run], **private)
-    run.change(h.pick, [run], [download, contents, merge_group, merged], **private)
+    for trigger in (run.change, samples.change):
+        trigger(h.pick, [run, samples], [download, contents, merge_group, merged], **private)
     merge.click(h.merge, [run], [merged, merged_contents], **private)
