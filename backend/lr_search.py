@@ -47,6 +47,15 @@ def search_batch_size(batch_size: int) -> int:
     return max(MIN_SEARCH_BATCH, batch_size // SEARCH_BATCH_DIVISOR)
 
 
+def search_optimizer(params: list[torch.nn.Parameter], lr: float, weight_decay: float) -> torch.optim.AdamW:
+    """AdamW with the fused kernel: quarter-size batches mean 4x the optimizer steps, and the
+    default per-tensor AdamW cost about a third of a full fine-tuning step on the CPU."""
+    try:
+        return torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay, fused=True)
+    except RuntimeError:  # a device or dtype without the fused kernel
+        return torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay)
+
+
 @dataclass
 class Candidate:
     """One learning rate's fate in the search."""
@@ -223,7 +232,7 @@ class ModelSearch:
     def advance(self, trial: ModelTrial, steps: int, cancelled: Callable[[], bool]) -> bool:
         self._load(trial.weights)
         params = list(self.params.values())
-        opt = torch.optim.AdamW(params, lr=trial.lr, weight_decay=self.weight_decay)
+        opt = search_optimizer(params, trial.lr, self.weight_decay)
         if trial.optimizer_state is not None:
             opt.load_state_dict(trial.optimizer_state)
         self.model.train()
