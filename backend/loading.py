@@ -15,7 +15,7 @@ import numpy as np
 import torch
 
 from backend.errors import ConfigError
-from backend.models import locate_base
+from backend.models import drop_cpu_device_map, locate_base
 
 
 def read_manifest(artifact_dir: Path) -> dict[str, Any]:
@@ -64,6 +64,7 @@ def _base_classifier(manifest: dict[str, Any]) -> Any:
         **_labels(manifest),
         **_quant_kwargs(manifest),
     )
+    drop_cpu_device_map(model)  # as in training: PEFT's prefix cache needs no CPU-only map
     return model
 
 

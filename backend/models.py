@@ -240,7 +240,19 @@ def load_classifier(
         model.config.pad_token_id = pad_token_id
     if quant == "4bit":
         disable_cpu_bf16_4bit(model)
+    drop_cpu_device_map(model)
     return model
+
+
+def drop_cpu_device_map(model: Any) -> None:
+    """Forget a quantized load's device map when it is the CPU alone.
+
+    PEFT's prefix tuning looks for a GPU in ``hf_device_map`` to place its key/value cache
+    and fails (StopIteration) on a CPU-only map; one device needs no map at all.
+    """
+    device_map = getattr(model, "hf_device_map", None)
+    if device_map is not None and {str(v) for v in device_map.values()} <= {"cpu"}:
+        del model.hf_device_map
 
 
 def disable_cpu_bf16_4bit(model: Any) -> None:

@@ -1,4 +1,10 @@
-"""IA3 (Liu et al. 2022): learned vectors that rescale keys, values and FFN activations."""
+"""IA3 (Liu et al. 2022): learned vectors that rescale keys, values and FFN activations.
+
+The paper learns l_k, l_v (d each) and l_ff (the FFN's inner width) per layer. PEFT's default
+targets for BERT-type models name the module suffix "output.dense", which matches the FFN
+output projection (the paper's l_ff, scaled on its input) and also the attention output
+projection: one extra d-vector per layer. The counts the app shows are PEFT's.
+"""
 
 from __future__ import annotations
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 import zipfile
 from collections.abc import Iterator
 from datetime import datetime
@@ -110,12 +111,18 @@ def test_export_and_predict(finished: dict[str, Any]) -> None:
     assert not any(n.startswith("checkpoint/") for n in names)
     results = bench.predict(ids, ["the film was brilliant and fun", "the plot was awful and dull"])
     assert [r["id"] for r in results] == ids
-    for result in results:
-        assert len(result["predictions"]) == 2
-        assert all(p["label"] in ("neg", "pos") for p in result["predictions"])
-        assert all(0.5 <= p["probability"] <= 1 for p in result["predictions"])
+    assert all(len(result["predictions"]) == 2 for result in results)
     # The probe sweep learns these words for sure; four LoRA steps may not yet.
     assert [p["label"] for p in results[2]["predictions"]] == ["pos", "neg"]
+    # The model predict() loads from disk answers as the trained one did at the end of training.
+    for job_id in ids:
+        check = json.loads(
+            (Path(bench.get_job(job_id)["artifact_dir"]) / "check_predictions.json").read_text()
+        )
+        answers = bench.predict([job_id], check["texts"])[0]["predictions"]
+        assert [p["probability"] for p in answers] == pytest.approx(
+            [max(p) for p in check["probs"]], abs=1e-5
+        )
 
 
 def test_delete_removes_rows_and_artifacts(finished: dict[str, Any]) -> None:

@@ -66,16 +66,23 @@ def test_train_prints_summary_json_last(trained: tuple[Path, dict]) -> None:
     assert summary["lr"] == summary["lr_search"]["chosen"] and summary["epochs_run"] == 1
 
 
-def test_predict_writes_one_label_per_row(trained: tuple[Path, dict], tmp_path: Path) -> None:
+def test_predict_writes_what_the_trained_model_predicted(trained: tuple[Path, dict], tmp_path: Path) -> None:
+    """predict reloads the run folder from disk; training computed these rows' probabilities
+    in memory at its end (check_predictions.json): both must agree, row by row."""
     out, _ = trained
+    check = json.loads((out / "check_predictions.json").read_text())
+    labels = json.loads((out / "labels.json").read_text())["id2label"]
     data = tmp_path / "new.csv"
     with data.open("w", newline="") as fh:
-        csv.writer(fh).writerows([["text"], ["a wonderful film"], ["a dreadful plot"], ["fun cast"]])
+        csv.writer(fh).writerows([["text"], *([t] for t in check["texts"])])
     proc = cli("predict", "--artifact", str(out), "--data", str(data), "--out", str(tmp_path / "p.csv"))
     assert proc.returncode == 0, proc.stderr
     rows = list(csv.DictReader((tmp_path / "p.csv").open()))
-    assert len(rows) == 3 and all(r["predicted_label"] in ("neg", "pos") for r in rows)
-    assert all(0.5 <= float(r["probability"]) <= 1 for r in rows)
+    assert len(rows) == len(check["texts"]) > 0
+    for row, probs in zip(rows, check["probs"], strict=True):
+        best = max(range(len(probs)), key=probs.__getitem__)
+        assert row["predicted_label"] == labels[str(best)]
+        assert abs(float(row["probability"]) - probs[best]) < 1e-5
 
 
 def test_export_zip_holds_standard_files(trained: tuple[Path, dict], tmp_path: Path) -> None:

@@ -28,6 +28,24 @@ def test_lora_trains_on_quantized_base_on_cpu(tiny_csv: Path, tmp_path: Path, qu
     assert run_fresh_process(summary["artifact_dir"])["ok"]
 
 
+@pytest.mark.parametrize("quant", ["8bit", "4bit"])
+@pytest.mark.parametrize("method", ["probe", "prompt", "prefix", "ptuning", "adapter", "ia3"])
+def test_every_frozen_base_method_trains_on_a_quantized_base(
+    tiny_csv: Path, tmp_path: Path, quant: str, method: str
+) -> None:
+    """LoRA above, and every other method that keeps the base frozen: trains, reloads exactly."""
+    rec = Recorder()
+    cfg = TrainConfig(
+        data=str(tiny_csv), method=method, quant=quant, epochs=2 if method != "probe" else 10,
+        batch_size=16, max_length=16, lr=None, early_stopping_patience=0,
+    )  # fmt: skip
+    summary = run_training(cfg, tmp_path / f"{method}-{quant}", callback=rec)
+    first, last = first_vs_last_epoch(rec)
+    assert last < first, f"{method} on {quant}: loss {first:.4f} -> {last:.4f}"
+    assert summary["quant"] == quant
+    assert run_fresh_process(summary["artifact_dir"])["ok"]
+
+
 def test_full_finetuning_refuses_a_quantized_base(tiny_csv: Path) -> None:
     with pytest.raises(ConfigError, match="cannot be done on a 4bit quantized base"):
         validate(TrainConfig(data=str(tiny_csv), method="full", quant="4bit"))
