@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import shutil
 import threading
 import typing
@@ -17,7 +18,7 @@ from typing import Any
 
 from sqlalchemy import delete, select, update
 
-from backend.data import dataset_stats, prepare
+from backend.data import check_file_size, dataset_stats, prepare
 from backend.errors import ConfigError
 from backend.settings import Settings
 from backend.train_config import TrainConfig, validate
@@ -27,6 +28,7 @@ from jobs.schema import CANCELLED, FAILED, QUEUED, RUNNING, SUCCEEDED, Job, Metr
 from jobs.supervisor import owner_alive, wake_local_supervisors
 
 FIELD_TYPES = {bool: "bool", int: "int", float: "float", str: "str"}
+CACHE_KEY = re.compile(r"[0-9a-f]{32}")  # backend.probing.cache_key: never a path
 
 
 def _field_info(cls: type, f: dataclasses.Field[Any]) -> dict[str, Any]:
@@ -57,6 +59,28 @@ def _checkpoint_source(job: Job) -> str | None:
     return next((str(c) for c in candidates if last_epoch(c) is not None), None)
 
 
+def feature_cache_keys(summary: dict[str, Any] | None) -> set[str]:
+    """The probe feature caches a run's summary names (``backend.probing.run_probe``).
+
+    Only well-formed keys: the summary is read back from the database, and a key becomes
+    a file name to delete.
+    """
+    keys = (summary or {}).get("feature_cache_keys") or []
+    return {k for k in keys if isinstance(k, str) and CACHE_KEY.fullmatch(k)}
+
+
+def folder_bytes(folder: Path) -> int:
+    """Bytes of the files under ``folder`` (0 if absent); links are not followed."""
+    total = 0
+    for root, _dirs, files in os.walk(folder):
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(root, name)).st_size
+            except OSError:  # removed while we walked
+                continue
+    return total
+
+
 class Workbench:
     """Everything the app can do, for one data folder and database."""
 
@@ -80,8 +104,12 @@ class Workbench:
         text_pair_column: str | None = None,
         label_column: str | None = None,
     ) -> dict[str, Any]:
-        """Validate a file, store a copy and record it (the same file + mapping: same row)."""
+        """Validate a file, store a copy and record it (the same file + mapping: same row).
+
+        Files over ``settings.max_upload_mb`` or ``settings.max_rows`` are a DataError.
+        """
         path = Path(path)
+        check_file_size(path, self.settings.max_upload_bytes)  # before reading it into memory
         # Validation first: on a DataError nothing is copied or recorded. Rows with a
         # missing cell do not block registration (training can drop them); they are counted.
         prepared = prepare(
@@ -90,12 +118,18 @@ class Workbench:
             text_pair_column=text_pair_column,
             label_column=label_column,
             drop_invalid=True,
+            max_rows=self.settings.max_rows,
         )
         return self._store_dataset(path, name, prepared.mapping)
 
     def _store_dataset(self, path: Path, name: str | None, mapping: Any) -> dict[str, Any]:
+        check_file_size(path, self.settings.max_upload_bytes)
         stats = dataset_stats(
-            path, text_column=mapping.text, text_pair_column=mapping.text_pair, label_column=mapping.label
+            path,
+            text_column=mapping.text,
+            text_pair_column=mapping.text_pair,
+            label_column=mapping.label,
+            max_rows=self.settings.max_rows,
         )
         return datasets.register(self.db, self.settings.datasets_dir, path, name, mapping, stats)
 
@@ -103,8 +137,28 @@ class Workbench:
         """Registered datasets, newest first."""
         return datasets.list_all(self.db)
 
+    def delete_dataset(self, dataset_id: int) -> dict[str, Any]:
+        """Delete a dataset and its stored copy (kept while another dataset row uses it).
+
+        Refused while a queued or running job uses it. Returns {id, deleted, file_removed}.
+        """
+        return datasets.remove(self.db, self.settings.datasets_dir, int(dataset_id))
+
+    def disk_usage(self) -> dict[str, int]:
+        """Bytes under the data folder: datasets, artifacts, exports, cache and the total."""
+        data = self.settings.data_dir
+        parts = {
+            "datasets": self.settings.datasets_dir,
+            "artifacts": self.settings.artifacts_dir,
+            "exports": data / "exports",
+            "cache": data / "cache",  # probe features and uploads on their way in
+        }
+        usage = {name: folder_bytes(folder) for name, folder in parts.items()}
+        usage["total"] = folder_bytes(data)  # the database and anything else too
+        return usage
+
     def dataset_preview(self, dataset_id: int) -> dict[str, Any]:
-        """``backend.data.dataset_stats`` of a stored dataset, token lengths included."""
+        """``backend.data.dataset_stats`` of a stored dataset, token lengths (of a sample) included."""
         row = datasets.get(self.db, dataset_id)
         if row is None:
             raise ConfigError(f"no dataset {dataset_id}")
@@ -214,6 +268,9 @@ class Workbench:
             from backend.train import load_data
 
             model_info(cfg.model, self.settings.models_cache)  # ModelError now, not in the worker
+        for given in (cfg.data, cfg.eval_data):  # before load_data reads it into memory
+            if given:
+                check_file_size(given, self.settings.max_upload_bytes)
         mapping = load_data(cfg).mapping  # exactly the validation the worker will meet
         train_ds = self._store_dataset(Path(cfg.data), None, mapping)
         eval_ds = self._store_dataset(Path(cfg.eval_data), None, mapping) if cfg.eval_data else None
@@ -323,15 +380,21 @@ class Workbench:
                 raise ConfigError(
                     f"job {waiting} resumes from job {job_id}'s checkpoint; cancel job {waiting} first"
                 )
-            folder = job.artifact_dir
+            folder, cache_keys = job.artifact_dir, feature_cache_keys(job.summary)
             session.execute(delete(Metric).where(Metric.job_id == job_id))
             session.execute(update(Job).where(Job.resumed_from_id == job_id).values(resumed_from_id=None))
             session.delete(job)
+            session.flush()
+            if cache_keys:
+                others = session.scalars(select(Job.summary).where(Job.method == "probe"))
+                cache_keys -= {key for summary in others for key in feature_cache_keys(summary)}
         # Only ever a folder this app named after the job: never a user-chosen path.
         if folder and Path(folder).name == f"job-{job_id}":
             shutil.rmtree(folder, ignore_errors=True)
             with self._lock:
                 self._predictors.pop(folder, None)
+        for key in cache_keys:  # features no other job's summary names
+            (self.settings.feature_cache_dir / f"{key}.safetensors").unlink(missing_ok=True)
 
     def _finished_job(self, job_id: int) -> Job:
         with self.db.read() as session:

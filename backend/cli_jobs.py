@@ -1,4 +1,5 @@
-"""Job commands of the CLI: submit, jobs, show, cancel, resume, delete, worker.
+"""Job commands of the CLI: submit, jobs, show, cancel, resume, delete, worker; and the
+registered datasets: datasets, delete-dataset.
 
 They go through :class:`backend.api.Workbench` like the UI does. Results are one JSON
 line on stdout (``jobs``/``show`` print a readable view unless ``--json``); notes and
@@ -42,6 +43,13 @@ def add_job_commands(
         ("delete", "delete a job's rows and artifacts"),
     ):
         sub.add_parser(name, parents=[common], help=text).add_argument("job", type=int)
+    datasets = sub.add_parser("datasets", parents=[common], help="list registered datasets, newest first")
+    datasets.add_argument("--json", action="store_true")
+    sub.add_parser(
+        "delete-dataset",
+        parents=[common],
+        help="delete a dataset and its stored copy (not while a job uses it)",
+    ).add_argument("dataset", type=int)
     worker = sub.add_parser("worker", parents=[common], help="run the job supervisor in the foreground")
     worker.add_argument("--max-concurrent", type=int, help="jobs at once (default: 1 on CPU, one per GPU)")
 
@@ -201,6 +209,26 @@ def cmd_delete(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def cmd_datasets(args: argparse.Namespace, settings: Settings) -> int:
+    found = _bench(settings).list_datasets()
+    if args.json:
+        _print_json(found)
+        return 0
+    print(f"{'ID':>4}  {'ROWS':>8}  {'LABELS':>6}  {'CREATED':<19}  NAME")
+    for d in found:
+        print(
+            f"{d['id']:>4}  {d['rows']:>8}  {len(d['label_counts']):>6}  {d['created'][:19]:<19}  {d['name']}"
+        )
+    if not found:
+        print("no datasets yet: python app.py submit --data FILE ... registers one", file=sys.stderr)
+    return 0
+
+
+def cmd_delete_dataset(args: argparse.Namespace, settings: Settings) -> int:
+    _print_json(_bench(settings).delete_dataset(args.dataset))
+    return 0
+
+
 def export_job(job_id: int, out: str | None, settings: Settings, include_samples: bool = False) -> int:
     """``export ID [--out FILE.zip] [--include-samples]``."""
     path = _bench(settings).export(job_id, out, include_samples=include_samples)
@@ -227,5 +255,7 @@ JOB_COMMANDS: dict[str, Callable[[argparse.Namespace, Settings], int]] = {
     "cancel": cmd_cancel,
     "resume": cmd_resume,
     "delete": cmd_delete,
+    "datasets": cmd_datasets,
+    "delete-dataset": cmd_delete_dataset,
     "worker": cmd_worker,
 }

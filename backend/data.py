@@ -210,6 +210,7 @@ def prepare(
     seed: int = 0,
     drop_invalid: bool = False,
     max_train_samples: int | None = None,
+    max_rows: int | None = None,
 ) -> PreparedData:
     """Load, validate, map labels, then split (stratified, seeded) or use ``eval_path``.
 
@@ -217,11 +218,13 @@ def prepare(
     whole number. Rows with a missing text or label raise DataError unless
     ``drop_invalid``, which drops them and adds a warning. The split gives every
     class at least one eval row; ``max_train_samples`` then keeps a stratified
-    subset of the train side only. Pure: reads the files, writes nothing.
+    subset of the train side only. A file with more than ``max_rows`` rows is a
+    DataError before any other check. Pure: reads the files, writes nothing.
     """
     _check_options(eval_path, eval_fraction, max_train_samples)
     name = Path(path).name
     df = read_table(path)
+    check_row_count(len(df), max_rows, name)
     mapping = resolve_mapping(df, name, text_column, text_pair_column, label_column)
     warnings: list[str] = []
     pool = _usable(df, mapping, name, drop_invalid, warnings)
@@ -245,20 +248,55 @@ def dataset_stats(
     text_pair_column: str | None = None,
     label_column: str | None = None,
     tokenizer: Any = None,
+    max_rows: int | None = None,
 ) -> dict[str, Any]:
-    """Overview of a table for the UI; DataError only if it cannot be read or mapped.
+    """Overview of a table for the UI; DataError only if it cannot be read or mapped
+    (or has more than ``max_rows`` rows).
 
     Keys: rows, columns, mapping {text, text_pair, label}, label_counts {name:
     count}, invalid_rows (rows with a missing mapped cell), preview (first 5
     rows), char_length and token_length ({p50, p90, p95, p99, max}; token
     lengths need a Hugging Face tokenizer, else None). Counts and lengths cover
     usable rows. token_histogram: [{start, end, count}] bins of token lengths (None
-    without a tokenizer).
+    without a tokenizer). Token lengths come from a seeded sample of at most
+    ``data_stats.TOKEN_SAMPLE_ROWS`` rows: token_lengths_sampled is its size when it
+    is a sample, else None.
     """
     name = Path(path).name
     df = read_table(path)
+    check_row_count(len(df), max_rows, name)
     mapping = resolve_mapping(df, name, text_column, text_pair_column, label_column)
     return summarize(df, mapping, name, tokenizer)
+
+
+def check_file_size(path: str | Path, max_bytes: int | None) -> None:
+    """DataError when ``path`` is larger than ``max_bytes``: checked before the file is read.
+
+    A missing file passes: reading it reports that with the usual message.
+    """
+    p = Path(path)
+    if max_bytes is None or not p.is_file() or p.stat().st_size <= max_bytes:
+        return
+    raise DataError(
+        f"{p.name} is {_megabytes(p.stat().st_size)}, over the limit of {_megabytes(max_bytes)} per "
+        "dataset; use a sample of the file, or ask whoever runs the app to raise the limit "
+        "(WORKBENCH_MAX_UPLOAD_MB or --max-upload-mb)."
+    )
+
+
+def check_row_count(rows: int, max_rows: int | None, source_name: str) -> None:
+    """DataError when a table has more than ``max_rows`` data rows."""
+    if max_rows is None or rows <= max_rows:
+        return
+    raise DataError(
+        f"{source_name} has {rows:,} rows, over the limit of {max_rows:,} rows per dataset; use a "
+        "sample of the file, or ask whoever runs the app to raise the limit "
+        "(WORKBENCH_MAX_ROWS or --max-rows)."
+    )
+
+
+def _megabytes(size: int) -> str:
+    return f"{size / 2**20:,.1f} MB"
 
 
 def to_hf_dataset(split: Split, label_names: list[str]) -> datasets.Dataset:

@@ -275,10 +275,12 @@ def run_probe(
     pcfg: Config = cfg.method_settings()
     started = time.perf_counter()
     encoder = None
+    keys: list[str] = []
 
     def features(split: Split) -> tuple[torch.Tensor, bool]:
         nonlocal encoder
         key = cache_key(info, cfg.quant, split, cfg.max_length, pcfg.pooling)
+        keys.append(key)
 
         def compute() -> torch.Tensor:
             nonlocal encoder
@@ -358,6 +360,8 @@ def run_probe(
         "train_seconds": round(train_seconds, 3),
         "feature_seconds": round(feature_seconds, 3),
         "features_cached": hit_t and hit_e,
+        # Which cache files this run used: deleting the job removes those no other job names.
+        "feature_cache_keys": keys if cache_dir is not None else [],
         "seconds_per_epoch": round(head_seconds / (len(results) * cfg.effective_epochs), 4),
         "peak_rss_mb": round(peak_rss_mb(), 1),
         "peak_gpu_mb": None,

@@ -11,6 +11,8 @@ import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from backend.errors import ConfigError
+
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -26,14 +28,26 @@ class Settings:
     # Web app only (flags of `python app.py`); the CLI is a local user and is not limited.
     allow_local_models: bool = False  # --allow-local-models: API/UI may name server folders as models
     admin_details: bool = False  # --admin-details: remote callers see tracebacks, paths and pids
+    # Limits on what a dataset may be (uploads, and files given to `submit --data`): a table of
+    # this size is already read into memory whole, so the limits keep one request from
+    # exhausting the server. WORKBENCH_MAX_UPLOAD_MB / WORKBENCH_MAX_ROWS, or the same flags.
+    max_upload_mb: int = 500
+    max_rows: int = 1_000_000
 
     @classmethod
     def from_env(cls) -> Settings:
-        """Read ``WORKBENCH_DATA_DIR``, ``WORKBENCH_MODELS_CACHE``, ``WORKBENCH_DB_URL``."""
+        """Read ``WORKBENCH_DATA_DIR``, ``WORKBENCH_MODELS_CACHE``, ``WORKBENCH_DB_URL``,
+        ``WORKBENCH_MAX_UPLOAD_MB`` and ``WORKBENCH_MAX_ROWS``."""
         data_dir = Path(os.environ.get("WORKBENCH_DATA_DIR", PROJECT_ROOT / "runs")).resolve()
         models_cache = Path(os.environ.get("WORKBENCH_MODELS_CACHE", PROJECT_ROOT / "models_cache")).resolve()
         db_url = os.environ.get("WORKBENCH_DB_URL", f"sqlite:///{data_dir / 'workbench.db'}")
-        return cls(data_dir=data_dir, models_cache=models_cache, db_url=db_url)
+        return cls(
+            data_dir=data_dir,
+            models_cache=models_cache,
+            db_url=db_url,
+            max_upload_mb=_env_int("WORKBENCH_MAX_UPLOAD_MB", cls.max_upload_mb),
+            max_rows=_env_int("WORKBENCH_MAX_ROWS", cls.max_rows),
+        )
 
     def with_(self, **changes: object) -> Settings:
         """A copy with some fields changed (e.g. from CLI flags)."""
@@ -50,6 +64,28 @@ class Settings:
     @property
     def feature_cache_dir(self) -> Path:
         return self.data_dir / "cache" / "features"
+
+    @property
+    def max_upload_bytes(self) -> int:
+        return self.max_upload_mb * 1024 * 1024
+
+
+def _env_int(name: str, default: int) -> int:
+    return positive_int(os.environ.get(name), name, default)
+
+
+def positive_int(text: str | None, source: str, default: int) -> int:
+    """``text`` as a whole number of at least 1 (None or "" -> ``default``); else a ConfigError
+    naming ``source`` (the variable or flag it came from)."""
+    if text is None or not text.strip():
+        return default
+    try:
+        value = int(text.strip().replace("_", ""))
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise ConfigError(f"{source} must be a whole number of at least 1, not {text!r}")
+    return value
 
 
 def apply_environment(settings: Settings) -> None:

@@ -22,15 +22,16 @@ def parse_auto(name: str, value: Any, kind: type) -> Any:
     """
     if value is None or value == AUTO:
         return value
+    what = "an integer" if kind is int else "a number"
+    wrong = ConfigError(f"{name} must be 'auto' or {what}, not {value!r}")
     if isinstance(value, bool):
-        raise ConfigError(f"{name} must be 'auto' or a number, not {value!r}")
+        raise wrong
     try:
-        number = kind(value) if isinstance(value, str) else value
+        number = float(value) if isinstance(value, str) else value
     except ValueError:
-        raise ConfigError(f"{name} must be 'auto' or a number, not {value!r}") from None
+        raise wrong from None
     if not isinstance(number, int | float) or (kind is int and number != int(number)):
-        what = "an integer" if kind is int else "a number"
-        raise ConfigError(f"{name} must be 'auto' or {what}, not {value!r}")
+        raise wrong
     return kind(number)
 
 

@@ -7,17 +7,19 @@ with the same column mapping is the same dataset row, however often it is upload
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import uuid
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import or_, select
 
 from backend.data import ColumnMapping, file_sha256
+from backend.errors import ConfigError
 from jobs.db import Database
-from jobs.schema import Dataset
+from jobs.schema import QUEUED, RUNNING, Dataset, Job
 
 GENERIC_STEMS = {"train", "training", "dev", "test", "eval", "valid", "validation", "data"}
 
@@ -121,3 +123,47 @@ def get(db: Database, dataset_id: int) -> Dataset | None:
     """One dataset row by id."""
     with db.read() as session:
         return session.get(Dataset, dataset_id)
+
+
+def remove(db: Database, datasets_dir: Path, dataset_id: int) -> dict[str, Any]:
+    """Delete a dataset's row, then its stored copy unless another row uses that file.
+
+    Refused (ConfigError) while a queued or running job trains or evaluates on it: the
+    worker reads the stored copy. Finished jobs keep their results (their dataset is
+    shown as unknown). Only a file inside ``datasets_dir`` is ever removed.
+    """
+    with db.write() as session:
+        row = session.get(Dataset, dataset_id)
+        if row is None:
+            raise ConfigError(f"no dataset {dataset_id}")
+        uses = or_(Job.dataset_id == dataset_id, Job.eval_dataset_id == dataset_id)
+        busy = list(session.scalars(select(Job.id).where(uses, Job.status.in_((QUEUED, RUNNING)))))
+        if busy:
+            ids = ", ".join(str(i) for i in sorted(busy))
+            raise ConfigError(
+                f"dataset {dataset_id} is used by queued or running job(s) {ids}; cancel them "
+                "(python app.py cancel ID) or let them finish, then delete it"
+            )
+        stored = Path(row.path)
+        shared = session.scalar(select(Dataset.id).where(Dataset.path == row.path, Dataset.id != dataset_id))
+        session.delete(row)
+        # Inside the write transaction, so no other writer sees the row gone and the file
+        # still there. (An upload of the same content racing with this may record a row
+        # whose file is gone; the next upload of that file stores it again: see register.)
+        removed = shared is None and _remove_stored(stored, datasets_dir)
+    return {"id": dataset_id, "deleted": True, "file_removed": removed}
+
+
+def _remove_stored(path: Path, datasets_dir: Path) -> bool:
+    """Remove a stored copy (and its folder once empty); never a file outside the store."""
+    try:
+        path, root = path.resolve(), datasets_dir.resolve()
+    except OSError:
+        return False
+    if not path.is_relative_to(root) or not path.is_file():
+        return False
+    path.unlink()
+    if path.parent != root:
+        with contextlib.suppress(OSError):  # not empty: another name of the same content
+            path.parent.rmdir()
+    return True

@@ -23,6 +23,7 @@ from ui.tabs.runs import build_runs_tab
 from ui.tabs.train import build_train_tab
 
 TITLE = "Adaptation workbench"
+DELETE_CACHE = (3600, 24 * 3600)  # every hour, temporary files older than a day
 INTRO = (
     "Adapt a pretrained language model to your labelled texts: **Data** → **Train** → watch "
     "**Runs** → **Compare** methods → **Export**. Training runs in the background; you can "
@@ -56,7 +57,8 @@ CSS = """
 def build(api: Workbench) -> gr.Blocks:
     """The whole app for one Workbench (one data folder and database)."""
     endpoints = Endpoints(api)
-    with gr.Blocks(title=TITLE) as demo:
+    # delete_cache: Gradio sweeps this run's uploads and temporary copies (see ui.server).
+    with gr.Blocks(title=TITLE, delete_cache=DELETE_CACHE) as demo:
         # First, so the public names (/launch, /jobs, ...) are taken before any private
         # UI event named after a same-named handler would get them.
         api_endpoints.register(endpoints)

@@ -1,7 +1,7 @@
 """The app's public API for scripts: plain, typed functions over the Workbench.
 
 Each method is registered with ``gr.api`` under a fixed name (/upload_dataset,
-/launch, /jobs, /job, /cancel, /compare, /export, plus /datasets), so gradio_client
+/launch, /jobs, /job, /cancel, /compare, /export, plus /datasets and /delete_dataset), so gradio_client
 callers get keyword arguments with JSON types and a readable error instead of
 component plumbing. The tabs call the same methods, so what a script gets is what
 the page shows. Methods raise :class:`WorkbenchError`; :func:`register` turns that
@@ -15,6 +15,7 @@ pids or server paths (unless --admin-details; see ui.exposure).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from collections.abc import Callable
 from pathlib import Path
@@ -74,6 +75,18 @@ def uploaded_file(file: Any) -> Path:
     return path
 
 
+def discard_upload(path: Path) -> None:
+    """Remove an uploaded file once it is registered or refused (the dataset store keeps
+    its own copy), and the folder Gradio made for it. Only inside the upload folder."""
+    root = Path(get_upload_folder()).resolve()
+    if not path.is_relative_to(root) or path == root or not path.is_file():
+        return
+    path.unlink(missing_ok=True)
+    if path.parent != root:
+        with contextlib.suppress(OSError):  # not empty: someone else's upload is in it
+            path.parent.rmdir()
+
+
 def check_model_name(name: str | None, catalogue: list[str], *, allow_local: bool = False) -> None:
     """Refuse a base model that names a file or folder on the server.
 
@@ -104,6 +117,16 @@ def caller_is_local(request: gr.Request | None = None) -> bool:
     if request is None:
         return not LocalContext.in_event_listener.get(False)
     return is_local_request(request)
+
+
+def as_id(value: Any, what: str) -> int:
+    """A row id from an API caller: a whole number, else a ConfigError (not a traceback)."""
+    try:
+        if isinstance(value, bool) or float(value) != int(value):
+            raise ValueError
+        return int(value)
+    except (TypeError, ValueError, OverflowError):
+        raise ConfigError(f"{what} must be a whole number (an id), not {value!r}") from None
 
 
 def str_keys(value: Any) -> Any:
@@ -161,17 +184,33 @@ class Endpoints:
         """Register an uploaded CSV/TSV/JSONL/Parquet file (gradio_client: ``handle_file(path)``);
         columns are auto-detected unless given. Paths on the server are refused.
 
-        Returns the dataset: {id, name, rows, columns, mapping, label_counts, stored_file, ...}.
+        The name defaults to the file's name without its extension. Returns the dataset:
+        {id, name, rows, columns, mapping, label_counts, stored_file, ...}.
         """
         # gr.api hands over the uploaded copy's path; the Data tab its gr.File's path.
-        dataset = self.api.register_dataset(
-            uploaded_file(file),
-            name or None,
-            text_column=text_column or None,
-            text_pair_column=text_pair_column or None,
-            label_column=label_column or None,
-        )
+        path = uploaded_file(file)
+        try:
+            dataset = self.api.register_dataset(
+                path,
+                # Gradio keeps the original name inside a folder named by a hash; the default
+                # name would prefix that hash to a generic stem like "train".
+                name or path.stem,
+                text_column=text_column or None,
+                text_pair_column=text_pair_column or None,
+                label_column=label_column or None,
+            )
+        finally:
+            discard_upload(path)
         return self.shown(public_dataset(dataset), request)
+
+    def delete_dataset(self, dataset_id: int, request: gr.Request | None = None) -> dict[str, Any]:
+        """Delete a dataset and its stored copy; refused while a queued or running job uses it.
+        Finished jobs keep their results. Returns {id, deleted, file_removed}."""
+        return self.shown(self.api.delete_dataset(as_id(dataset_id, "dataset_id")), request)
+
+    def disk_usage(self) -> dict[str, int]:
+        """Bytes the data folder uses: datasets, artifacts, exports, cache and total."""
+        return self.api.disk_usage()
 
     def datasets(self, request: gr.Request | None = None) -> list[dict[str, Any]]:
         """Every registered dataset, newest first."""
@@ -298,7 +337,17 @@ def _as_api_error(fn: Callable[..., Any], endpoints: Endpoints) -> Callable[...,
     return call
 
 
-PUBLIC = ("upload_dataset", "datasets", "launch", "jobs", "job", "cancel", "compare", "export")
+PUBLIC = (
+    "upload_dataset",
+    "datasets",
+    "delete_dataset",
+    "launch",
+    "jobs",
+    "job",
+    "cancel",
+    "compare",
+    "export",
+)
 
 
 def register(endpoints: Endpoints) -> None:

@@ -11,18 +11,20 @@ readable by every user of the machine (``ps``), so it still works but earns a wa
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import signal
 import stat
 import sys
 import threading
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from backend.errors import ConfigError, WorkbenchError
-from backend.settings import Settings, apply_environment
+from backend.settings import Settings, apply_environment, positive_int
 from ui.exposure import is_loopback
 
 AUTH_ENV = "WORKBENCH_AUTH"  # jobs.runner.worker_environment keeps it from the workers
@@ -30,6 +32,8 @@ AUTH_ON_COMMAND_LINE = (
     "warning: --auth puts the password on the command line, where every user of this machine "
     f"can read it (ps, /proc). Set {AUTH_ENV}=user:password or use --auth-file FILE instead."
 )
+
+UPLOAD_MAX_AGE_S = 24 * 3600  # uploads are registered within seconds; older ones are leftovers
 
 log = logging.getLogger("ui.server")
 
@@ -117,8 +121,12 @@ def _launch(demo: Any, settings: Settings, host: str, port: int, auth: tuple[str
 
     exports = settings.data_dir / "exports"  # export zips are served from here, nothing else
     exports.mkdir(parents=True, exist_ok=True)
+    sweep_stale_uploads(settings)
     demo.queue(default_concurrency_limit=4)
     demo.launch(
+        # Gradio refuses a bigger upload while it streams in (HTTP 413), before it fills the
+        # disk; register_dataset checks the same limit for files given any other way.
+        max_file_size=settings.max_upload_bytes,
         server_name=host,
         server_port=port,
         auth=auth,
@@ -131,6 +139,27 @@ def _launch(demo: Any, settings: Settings, host: str, port: int, auth: tuple[str
         allowed_paths=[str(exports)],
         footer_links=["api", "settings"],
     )
+
+
+def sweep_stale_uploads(settings: Settings, max_age_s: float = UPLOAD_MAX_AGE_S) -> int:
+    """Remove uploads older than ``max_age_s`` left by an earlier run (e.g. one that was
+    killed); Gradio's own sweep (``delete_cache``) only knows this run's files. Only when
+    the upload folder is the app's own, inside the data folder. Returns files removed."""
+    from gradio.utils import get_upload_folder
+
+    folder = Path(get_upload_folder()).resolve()
+    if not folder.is_relative_to(settings.data_dir.resolve()) or not folder.is_dir():
+        return 0
+    cutoff, removed = time.time() - max_age_s, 0
+    for path in sorted(folder.rglob("*"), reverse=True):  # files before their folders
+        with contextlib.suppress(OSError):  # gone meanwhile, or a folder still in use
+            if path.is_symlink() or path.is_file():
+                if path.lstat().st_mtime < cutoff:
+                    path.unlink()
+                    removed += 1
+            elif path.is_dir() and not any(path.iterdir()):
+                path.rmdir()
+    return removed
 
 
 def _warm_up(api: Any) -> None:
@@ -174,6 +203,28 @@ def add_server_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--no-supervisor", action="store_true", help="serve only; jobs run in a separate `app.py worker`"
     )
+    parser.add_argument(
+        "--max-upload-mb",
+        type=_positive("--max-upload-mb"),
+        metavar="MB",
+        help="largest dataset file accepted (default: WORKBENCH_MAX_UPLOAD_MB or 500)",
+    )
+    parser.add_argument(
+        "--max-rows",
+        type=_positive("--max-rows"),
+        metavar="N",
+        help="most rows a dataset may have (default: WORKBENCH_MAX_ROWS or 1000000)",
+    )
+
+
+def _positive(flag: str) -> Any:
+    def parse(text: str) -> int:
+        try:
+            return positive_int(text, flag, 1)
+        except ConfigError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    return parse
 
 
 def run_app(settings: Settings, args: argparse.Namespace) -> int:
@@ -181,7 +232,12 @@ def run_app(settings: Settings, args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     # SIGTERM (e.g. from a test harness or systemd) should stop cleanly, like Ctrl-C.
     signal.signal(signal.SIGTERM, _interrupt)
-    settings = settings.with_(allow_local_models=args.allow_local_models, admin_details=args.admin_details)
+    settings = settings.with_(
+        allow_local_models=args.allow_local_models,
+        admin_details=args.admin_details,
+        max_upload_mb=args.max_upload_mb or settings.max_upload_mb,
+        max_rows=args.max_rows or settings.max_rows,
+    )
     try:
         auth = read_auth(args.auth, args.auth_file)
         serve(settings, args.host, args.port, auth, open_supervisor=not args.no_supervisor)

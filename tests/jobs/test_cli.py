@@ -67,3 +67,26 @@ def test_user_errors_exit_2_with_one_line(settings: Settings, data_dir: Path, tm
         assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1, result.stderr
     resumed = app(settings, "resume", "1")
     assert json.loads(resumed.stdout)["resumed_from"] == 1
+
+
+def test_datasets_are_listed_and_deleted_once_no_queued_job_uses_them(
+    settings: Settings, data_dir: Path
+) -> None:
+    assert app(settings, "submit", "--data", str(data_dir / "tiny.csv"), "--method", "lora").returncode == 0
+    (listed,) = json.loads(app(settings, "datasets", "--json").stdout)
+    assert (listed["id"], listed["name"], listed["rows"]) == (1, "tiny", 60)
+    stored = Path(listed["path"])
+    refused = app(settings, "delete-dataset", "1")
+    assert refused.returncode == 2 and stored.is_file()
+    assert refused.stderr.strip() == (
+        "error: dataset 1 is used by queued or running job(s) 1; cancel them "
+        "(python app.py cancel ID) or let them finish, then delete it"
+    )
+    assert app(settings, "cancel", "1").returncode == 0
+    deleted = app(settings, "delete-dataset", "1")
+    assert json.loads(deleted.stdout) == {"id": 1, "deleted": True, "file_removed": True}
+    assert not stored.exists()
+    table = app(settings, "datasets")
+    assert table.returncode == 0 and "no datasets yet" in table.stderr
+    again = app(settings, "delete-dataset", "1")
+    assert again.returncode == 2 and again.stderr.strip() == "error: no dataset 1"

@@ -15,7 +15,7 @@ from tests.ui.conftest import Server, start_server, stop_server, wait_finished
 from tests.unit.test_cli import cli
 
 QUICK = {"epochs": 1, "max_length": 32, "batch_size": 16}
-PUBLIC = ("/upload_dataset", "/launch", "/jobs", "/job", "/cancel", "/compare", "/export")
+PUBLIC = ("/upload_dataset", "/delete_dataset", "/launch", "/jobs", "/job", "/cancel", "/compare", "/export")
 SERVER_PATHS_REFUSED = "server paths are not accepted: upload the file itself"
 
 
@@ -192,6 +192,45 @@ def test_server_paths_are_refused_and_nothing_is_stored(client: Any, tmp_path: P
         with pytest.raises(AppError, match=SERVER_PATHS_REFUSED):
             client.predict(file=given, api_name="/upload_dataset")
     assert client.predict(api_name="/datasets") == before
+
+
+def _uploads_named(name: str) -> list[Path]:
+    """Files called ``name`` in Gradio's upload folder (the server inherits the tests' one)."""
+    from gradio.utils import get_upload_folder
+
+    return [p for p in Path(get_upload_folder()).rglob(name) if p.is_file()]
+
+
+def test_an_upload_is_named_after_its_file_and_can_be_deleted(client: Any, tmp_path: Path) -> None:
+    from gradio_client import handle_file
+    from gradio_client.exceptions import AppError
+
+    train = tmp_path / "train.csv"
+    train.write_text("text,label\n" + "".join(f"upload name check {i},{'ab'[i % 2]}\n" for i in range(12)))
+    dataset = client.predict(file=handle_file(str(train)), api_name="/upload_dataset")
+    assert dataset["name"] == "train"  # not Gradio's hash folder + "-train"
+    assert _uploads_named("train.csv") == [], "the uploaded copy is removed once stored"
+
+    deleted = client.predict(dataset_id=dataset["id"], api_name="/delete_dataset")
+    assert deleted == {"id": dataset["id"], "deleted": True, "file_removed": True}
+    assert dataset["id"] not in [d["id"] for d in client.predict(api_name="/datasets")]
+    assert not Path(dataset["stored_file"]).exists()
+    with pytest.raises(AppError, match=f"no dataset {dataset['id']}"):
+        client.predict(dataset_id=dataset["id"], api_name="/delete_dataset")
+    with pytest.raises(AppError, match="dataset_id must be a whole number"):
+        client.predict(dataset_id="../1", api_name="/delete_dataset")
+
+
+def test_a_refused_upload_leaves_no_copy_behind(client: Any, tmp_path: Path) -> None:
+    from gradio_client import handle_file
+    from gradio_client.exceptions import AppError
+
+    bad = tmp_path / "refused-upload.csv"
+    bad.write_text("text,label\n")
+    before = client.predict(api_name="/datasets")
+    with pytest.raises(AppError, match=r"refused-upload\.csv: no data rows"):
+        client.predict(file=handle_file(str(bad)), api_name="/upload_dataset")
+    assert _uploads_named(bad.name) == [] and client.predict(api_name="/datasets") == before
 
 
 def test_models_are_listed_or_hub_ids_not_server_folders(client: Any, tiny_csv: Path) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -15,8 +16,19 @@ from backend.api import Workbench
 from backend.errors import ConfigError
 from backend.settings import PROJECT_ROOT, Settings
 from ui import charts, tables
+from ui.endpoints import as_id, discard_upload
 from ui.forms import build_method_forms, coerce, control_for
-from ui.server import AUTH_ON_COMMAND_LINE, check_exposure, is_loopback, parse_auth, read_auth
+from ui.server import (
+    AUTH_ON_COMMAND_LINE,
+    _launch,
+    add_server_arguments,
+    check_exposure,
+    is_loopback,
+    parse_auth,
+    read_auth,
+    sweep_stale_uploads,
+)
+from ui.tabs.data import disk_line, human_bytes
 
 
 @pytest.fixture(scope="module")
@@ -318,3 +330,104 @@ def test_lr_search_chart_marks_the_choice_in_numeric_order() -> None:
     assert frame["outcome"].tolist() == ["dropped", "dropped", "chosen", "diverged"]
     assert frame["held_out_loss"].tolist()[:3] == [0.69, 0.61, 0.42]
     assert charts.lr_search(None).empty
+
+
+# ---------------------------------------------------------------- limits and cleanup
+
+
+def test_disk_usage_is_one_line_with_the_parts() -> None:
+    assert [human_bytes(n) for n in (0, 1023, 1536, 5 * 2**20, 3 * 2**30)] == [
+        "0 B",
+        "1023 B",
+        "1.5 KB",
+        "5.0 MB",
+        "3.0 GB",
+    ]
+    usage = {"datasets": 2048, "artifacts": 3 * 2**20, "exports": 0, "cache": 10, "total": 4 * 2**20}
+    assert disk_line(usage) == (
+        "Disk used by the data folder: **4.0 MB** (datasets 2.0 KB · runs 3.0 MB · exports 0 B · cache 10 B)"
+    )
+
+
+def test_ids_from_api_callers_are_whole_numbers() -> None:
+    assert [as_id(v, "dataset_id") for v in (3, "4", 5.0)] == [3, 4, 5]
+    for bad in ("x", 2.5, None, True, float("nan"), "../1"):
+        with pytest.raises(ConfigError, match="dataset_id must be a whole number"):
+            as_id(bad, "dataset_id")
+
+
+def test_only_uploads_inside_the_upload_folder_are_discarded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    uploads = tmp_path / "uploads"
+    monkeypatch.setenv("GRADIO_TEMP_DIR", str(uploads))
+    uploaded = uploads / "0b98b716" / "train.csv"
+    uploaded.parent.mkdir(parents=True)
+    uploaded.write_text("text,label\n")
+    outside = tmp_path / "mine.csv"
+    outside.write_text("text,label\n")
+    discard_upload(uploaded)
+    discard_upload(outside)
+    assert not uploaded.parent.exists() and uploads.is_dir() and outside.is_file()
+
+
+def test_stale_uploads_are_swept_at_start_only_in_the_apps_own_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settings = Settings(data_dir=tmp_path / "data", models_cache=tmp_path, db_url="sqlite://")
+    uploads = tmp_path / "data" / "cache" / "gradio"
+    old, fresh = uploads / "aa" / "old.csv", uploads / "bb" / "fresh.csv"
+    for path in (old, fresh):
+        path.parent.mkdir(parents=True)
+        path.write_text("text,label\n")
+    two_days_ago = time.time() - 2 * 86400
+    os.utime(old, (two_days_ago, two_days_ago))
+    monkeypatch.setenv("GRADIO_TEMP_DIR", str(uploads))
+    assert sweep_stale_uploads(settings) == 1
+    assert not old.parent.exists() and fresh.is_file()
+    monkeypatch.setenv("GRADIO_TEMP_DIR", str(tmp_path / "elsewhere"))  # not ours: left alone
+    (tmp_path / "elsewhere").mkdir()
+    os.utime(fresh, (two_days_ago, two_days_ago))
+    assert sweep_stale_uploads(settings.with_(data_dir=tmp_path / "other")) == 0
+
+
+def test_gradio_refuses_an_upload_over_the_limit_before_storing_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``_launch`` hands the limit to Gradio, which answers 413 while the file streams in."""
+    import httpx
+
+    from tests.ui.conftest import free_port
+
+    uploads = tmp_path / "data" / "cache" / "gradio"
+    monkeypatch.setenv("GRADIO_TEMP_DIR", str(uploads))
+    settings = Settings(
+        data_dir=tmp_path / "data", models_cache=tmp_path, db_url="sqlite://", max_upload_mb=1
+    )
+    with gr.Blocks() as demo:
+        gr.Markdown("limits")
+    port = free_port()
+    _launch(demo, settings, "127.0.0.1", port, None)
+    try:
+        url = f"http://127.0.0.1:{port}/gradio_api/upload"
+        big = httpx.post(url, files={"files": ("big.csv", b"x" * (2**20 + 1))}, timeout=30)
+        assert big.status_code == 413 and "maximum allowed size of 1048576 bytes" in big.text
+        small = httpx.post(url, files={"files": ("small.csv", b"text,label\n")}, timeout=30)
+        assert small.status_code == 200
+    finally:
+        demo.close()
+    assert [p.name for p in uploads.rglob("*") if p.is_file()] == ["small.csv"]
+
+
+@pytest.mark.parametrize("flag", ["--max-upload-mb", "--max-rows"])
+def test_limit_flags_take_whole_numbers_of_at_least_one(
+    flag: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    add_server_arguments(parser)
+    assert getattr(parser.parse_args([flag, "7"]), flag[2:].replace("-", "_")) == 7
+    with pytest.raises(SystemExit):
+        parser.parse_args([flag, "0"])
+    assert f"{flag} must be a whole number of at least 1" in capsys.readouterr().err

@@ -15,6 +15,7 @@ from backend.data import (
     SUPPORTED_EXTENSIONS,
     ColumnMapping,
     PreparedData,
+    check_file_size,
     dataset_stats,
     detect_columns,
     file_sha256,
@@ -22,6 +23,7 @@ from backend.data import (
     read_table,
     to_hf_dataset,
 )
+from backend.data_stats import summarize
 from backend.errors import ConfigError, DataError
 
 SHARED_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
@@ -457,6 +459,41 @@ def test_dataset_stats_with_tokenizer(tmp_path: Path, tokenizer: Any) -> None:
     # [CLS] x [SEP] y [SEP] = 5; percentiles are observed values, rounding up
     assert stats["token_length"] == {"p50": 6, "p90": 7, "p95": 7, "p99": 7, "max": 7}
     assert stats["char_length"]["max"] == 16
+
+
+def test_token_lengths_come_from_a_seeded_sample_and_label_counts_stay_exact(tokenizer: Any) -> None:
+    rows = rows_for({"a": 90, "b": 30})
+    for i, row in enumerate(rows):
+        row["text"] = " ".join(["word"] * (1 + i % 7))
+    df = pd.DataFrame(rows)
+    mapping = ColumnMapping(text="text", label="label")
+    stats = summarize(df, mapping, "d.csv", tokenizer, token_sample=50)
+    assert stats["token_lengths_sampled"] == 50
+    assert sum(b["count"] for b in stats["token_histogram"]) == 50
+    assert stats["label_counts"] == {"a": 90, "b": 30} and stats["rows"] == 120
+    again = summarize(df, mapping, "d.csv", tokenizer, token_sample=50)
+    assert again["token_histogram"] == stats["token_histogram"]  # seeded: the same sample
+    whole = summarize(df, mapping, "d.csv", tokenizer, token_sample=500)
+    assert whole["token_lengths_sampled"] is None
+    assert sum(b["count"] for b in whole["token_histogram"]) == 120
+
+
+def test_more_rows_than_the_limit_is_a_data_error_naming_both_numbers(tmp_path: Path) -> None:
+    path = write_csv(tmp_path / "big.csv", rows_for({"a": 6, "b": 6}))
+    message = r"big\.csv has 12 rows, over the limit of 10 rows per dataset.*WORKBENCH_MAX_ROWS"
+    with pytest.raises(DataError, match=message):
+        prepare(path, max_rows=10)
+    with pytest.raises(DataError, match=message):
+        dataset_stats(path, max_rows=10)
+    assert len(prepare(path, max_rows=12).train) + len(prepare(path, max_rows=12).eval) == 12
+
+
+def test_a_file_over_the_size_limit_is_refused_before_it_is_read(tmp_path: Path) -> None:
+    path = write_text(tmp_path / "large.csv", "text,label\n" + "some words,a\n" * 200_000)
+    with pytest.raises(DataError, match=r"large\.csv is 2\.5 MB, over the limit of 1\.0 MB.*MAX_UPLOAD_MB"):
+        check_file_size(path, 2**20)
+    check_file_size(path, 3 * 2**20)
+    check_file_size(tmp_path / "absent.csv", 1)  # reading it reports "file not found"
 
 
 def test_to_hf_dataset(tmp_path: Path) -> None:

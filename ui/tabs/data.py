@@ -1,4 +1,5 @@
-"""Data tab: upload a table, see its first rows, fix the column mapping, look at labels and lengths."""
+"""Data tab: upload a table, see its first rows, fix the column mapping, look at labels and lengths;
+delete a dataset; see how much disk the data folder uses."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from ui.feedback import done, problem
 
 FILE_TYPES = [".csv", ".tsv", ".jsonl", ".json", ".parquet"]
 NO_PAIR = "(none)"
+DISK_PARTS = (("datasets", "datasets"), ("artifacts", "runs"), ("exports", "exports"), ("cache", "cache"))
 
 
 @dataclass
@@ -31,14 +33,34 @@ def dataset_choices(endpoints: Endpoints) -> list[tuple[str, int]]:
     return [(f"{d['name']} · {d['rows']} rows · #{d['id']}", d["id"]) for d in endpoints.datasets()]
 
 
+def human_bytes(size: int) -> str:
+    """1536 -> "1.5 KB" (powers of 1024, as the upload limit is counted)."""
+    if size < 1024:
+        return f"{size} B"
+    value = size / 1024
+    for unit in ("KB", "MB"):
+        if value < 1024:
+            return f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value:,.1f} GB"
+
+
+def disk_line(usage: dict[str, int]) -> str:
+    """One line: the data folder's total, then its parts."""
+    parts = " · ".join(f"{label} {human_bytes(usage.get(key, 0))}" for key, label in DISK_PARTS)
+    return f"Disk used by the data folder: **{human_bytes(usage.get('total', 0))}** ({parts})"
+
+
 def _stats_line(preview: dict[str, Any]) -> str:
     tokens, chars = preview.get("token_length") or {}, preview.get("char_length") or {}
     parts = [f"**{preview['rows']} rows**", f"{len(preview.get('label_counts') or {})} labels"]
     if preview.get("invalid_rows"):
         parts.append(f"{preview['invalid_rows']} rows with a missing cell (dropped for training)")
     if tokens:
+        sampled = preview.get("token_lengths_sampled")
+        of = f" of a sample of {sampled:,} rows" if sampled else ""
         parts.append(
-            f"tokens p50 {tokens['p50']} · p95 {tokens['p95']} · max {tokens['max']} "
+            f"tokens{of} p50 {tokens['p50']} · p95 {tokens['p95']} · max {tokens['max']} "
             "(choose Max length on the Train tab from these)"
         )
     elif chars:
@@ -52,17 +74,42 @@ class _Handlers:
     def __init__(self, endpoints: Endpoints) -> None:
         self.endpoints = endpoints
 
-    def upload(self, path: str | None) -> tuple[Any, Any, str]:
-        """Register the uploaded file; select it. On a DataError: a message, nothing else."""
+    def upload(self, path: str | None) -> tuple[Any, Any, str, Any, str]:
+        """Register the uploaded file; select it. On a DataError: a message, nothing else.
+
+        Either way the upload box is emptied: the uploaded copy is gone (the store has its
+        own), and the list shows what was registered.
+        """
         if not path:
-            return gr.skip(), gr.skip(), ""
+            return gr.skip(), gr.skip(), "", gr.skip(), gr.skip()
         try:
             ds = self.endpoints.upload_dataset(path)
         except Exception as exc:  # noqa: BLE001 - shown inline; problem() logs real bugs
-            return gr.skip(), gr.skip(), problem(exc, "reading the file")
+            return gr.skip(), gr.skip(), problem(exc, "reading the file"), None, gr.skip()
         choices = dataset_choices(self.endpoints)
         message = done(f"Registered **{ds['name']}**: {ds['rows']} rows, columns {', '.join(ds['columns'])}.")
-        return gr.update(choices=choices, value=ds["id"]), ds["id"], message
+        return gr.update(choices=choices, value=ds["id"]), ds["id"], message, None, self.disk()
+
+    def delete(self, dataset_id: int | None) -> tuple[Any, Any, str, str]:
+        """Delete the selected dataset and its stored copy; select the newest one left."""
+        try:
+            if dataset_id is None:
+                raise ConfigError("pick a dataset to delete first")
+            result = self.endpoints.delete_dataset(int(dataset_id))
+        except Exception as exc:  # noqa: BLE001
+            return gr.skip(), gr.skip(), problem(exc, "deleting the dataset"), gr.skip()
+        choices = dataset_choices(self.endpoints)
+        newest = choices[0][1] if choices else None
+        file = "its stored file" if result["file_removed"] else "not its file (another dataset uses it)"
+        message = done(f"Deleted dataset #{dataset_id} and {file}.")
+        return gr.update(choices=choices, value=newest), newest, message, self.disk()
+
+    def disk(self) -> str:
+        """The disk-usage line (never raises: it is only information)."""
+        try:
+            return disk_line(self.endpoints.disk_usage())
+        except Exception as exc:  # noqa: BLE001
+            return problem(exc, "measuring disk use", toast=False)
 
     def show(self, dataset_id: int | None) -> tuple[Any, ...]:
         """Preview, mapping dropdowns, stats and charts of one dataset."""
@@ -116,13 +163,13 @@ class _Handlers:
             f"Evaluation data **{ds['name']}** ({ds['rows']} rows) will be used instead of a held-out split."
         )
 
-    def reload(self) -> Any:
-        """On page load: the datasets from the database, newest selected."""
+    def reload(self) -> tuple[Any, str]:
+        """On page load: the datasets from the database, newest selected; the disk line."""
         choices = dataset_choices(self.endpoints)
-        return gr.update(choices=choices, value=choices[0][1] if choices else None)
+        return gr.update(choices=choices, value=choices[0][1] if choices else None), self.disk()
 
 
-def _upload_row() -> tuple[gr.File, gr.Dropdown, gr.Markdown]:
+def _upload_row() -> tuple[gr.File, gr.Dropdown, gr.Button, gr.Markdown]:
     with gr.Row(equal_height=True):
         upload = gr.File(
             label="Upload dataset",
@@ -133,18 +180,23 @@ def _upload_row() -> tuple[gr.File, gr.Dropdown, gr.Markdown]:
             scale=2,
         )
         with gr.Column(scale=3):
-            datasets = gr.Dropdown(
-                label="Uploaded datasets",
-                choices=[],
-                interactive=True,
-                info="Every file uploaded so far; pick one to see it.",
-            )
+            with gr.Row(equal_height=True):
+                datasets = gr.Dropdown(
+                    label="Uploaded datasets",
+                    choices=[],
+                    interactive=True,
+                    info="Every file uploaded so far; pick one to see it.",
+                    scale=4,
+                )
+                delete = gr.Button(
+                    "Delete dataset", size="sm", scale=0, min_width=140, elem_id="delete-dataset"
+                )
             message = gr.Markdown(elem_id="data-message")
     gr.Markdown(
         "CSV, TSV, JSONL or Parquet with a text column and a label column (and optionally "
         "a second text column for pairs). Columns are detected automatically; fix them below."
     )
-    return upload, datasets, message
+    return upload, datasets, delete, message
 
 
 def _charts() -> tuple[gr.BarPlot, gr.BarPlot]:
@@ -174,7 +226,7 @@ def build_data_tab(endpoints: Endpoints, demo: gr.Blocks) -> DataTab:
     """Lay out the Data tab and wire its events (call inside a ``gr.Tab``)."""
     h = _Handlers(endpoints)
     selected, eval_selected = gr.State(None), gr.State(None)
-    upload, datasets, message = _upload_row()
+    upload, datasets, delete, message = _upload_row()
     with gr.Row(equal_height=True):
         text_col = gr.Dropdown(label="Text column", choices=[])
         pair_col = gr.Dropdown(label="Second text column (optional)", choices=[NO_PAIR])
@@ -187,14 +239,16 @@ def build_data_tab(endpoints: Endpoints, demo: gr.Blocks) -> DataTab:
         gr.Markdown("Without one, 10% of the training rows are held out for evaluation.")
         eval_upload = gr.File(label="Evaluation file", file_types=FILE_TYPES, type="filepath", height=110)
         eval_message = gr.Markdown()
+    disk = gr.Markdown(elem_id="disk-usage")
 
     private: dict[str, Any] = {"api_visibility": "private"}
-    upload.upload(h.upload, [upload], [datasets, selected, message], **private)
+    upload.upload(h.upload, [upload], [datasets, selected, message, upload, disk], **private)
+    delete.click(h.delete, [selected], [datasets, selected, message, disk], **private)
     datasets.change(lambda v: v, [datasets], [selected], **private)
     shown = [preview, text_col, pair_col, label_col, stats, labels_plot, tokens_plot]
     selected.change(h.show, [selected], shown, **private)
     remap.click(h.remap, [selected, text_col, pair_col, label_col], [datasets, selected, message], **private)
     eval_upload.upload(h.upload_eval, [eval_upload, selected], [eval_selected, eval_message], **private)
     eval_upload.clear(lambda: (None, ""), None, [eval_selected, eval_message], **private)
-    demo.load(h.reload, None, [datasets], **private)
+    demo.load(h.reload, None, [datasets, disk], **private)
     return DataTab(selected=selected, eval_selected=eval_selected, datasets=datasets)
