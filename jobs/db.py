@@ -7,23 +7,82 @@ front, so "read a queued job, then claim it" cannot interleave with another proc
 doing the same. Any other SQLAlchemy URL (e.g. a server database later) works too.
 
 Engines are never shared across ``fork``: workers are fresh ``python -m`` processes
-that open their own.
+that open their own. ``?timeout=SECONDS`` on a SQLite URL sets the busy timeout (tests
+use a short one to provoke "database is locked").
+
+The busy timeout is not the end of it: a write that ends a job must not be lost because
+another process held the lock a little longer (or the disk was full for a moment), so
+those writes go through :func:`retry`, which retries such transient faults with backoff.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+import errno
+import logging
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import create_engine, event
 from sqlalchemy.engine import URL, Connection, Engine, make_url
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session
 
 from jobs import migrations
 
 BUSY_TIMEOUT_MS = 30_000
+RETRY_ATTEMPTS = 6  # with the delays below: about 15 s of waiting on top of the busy timeouts
+RETRY_FIRST_DELAY = 0.5
+RETRY_MAX_DELAY = 8.0
+T = TypeVar("T")
+log = logging.getLogger("jobs.db")
+
+
+def is_transient(exc: BaseException) -> bool:
+    """A fault that may well be gone in a moment: a busy/locked database, a full disk."""
+    if isinstance(exc, OperationalError):
+        text = str(exc.orig if exc.orig is not None else exc).lower()
+        return "locked" in text or "busy" in text
+    return isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT)
+
+
+def retry(
+    action: Callable[[], T],
+    *,
+    what: str,
+    attempts: int = RETRY_ATTEMPTS,
+    first_delay: float = RETRY_FIRST_DELAY,
+    max_delay: float = RETRY_MAX_DELAY,
+    on_retry: Callable[[BaseException, float], None] | None = None,
+) -> T:
+    """Run ``action``; on a transient fault wait (doubling, capped) and try again.
+
+    After ``attempts`` tries the last fault is raised; any other exception at once.
+    ``on_retry(exc, delay)`` is told before each wait (e.g. to note it in a job's log).
+    """
+    delay = first_delay
+    for attempt in range(1, attempts + 1):
+        try:
+            return action()
+        except Exception as exc:
+            if attempt == attempts or not is_transient(exc):
+                raise
+            log.warning("%s: %s; retrying in %.1f s (attempt %d/%d)", what, exc, delay, attempt, attempts)
+            if on_retry is not None:
+                on_retry(exc, delay)
+            time.sleep(delay)
+            delay = min(delay * 2, max_delay)
+    raise AssertionError("unreachable")  # the loop returns or raises
+
+
+def busy_timeout_ms(url: str | URL) -> int:
+    """The busy timeout for ``url``: its ``?timeout=SECONDS`` if given, else the default."""
+    seconds = make_url(url).query.get("timeout")
+    if isinstance(seconds, tuple):
+        seconds = seconds[-1]
+    return BUSY_TIMEOUT_MS if seconds is None else int(float(seconds) * 1000)
 
 
 def sqlite_file(url: str | URL) -> Path | None:
@@ -34,7 +93,7 @@ def sqlite_file(url: str | URL) -> Path | None:
     return Path(parsed.database)
 
 
-def _configure_sqlite(engine: Engine) -> None:
+def _configure_sqlite(engine: Engine, timeout_ms: int) -> None:
     """WAL, busy timeout, foreign keys; and let us choose how each transaction begins."""
 
     @event.listens_for(engine, "connect")
@@ -43,7 +102,7 @@ def _configure_sqlite(engine: Engine) -> None:
         # and emit BEGIN ourselves below (SQLAlchemy's documented pysqlite recipe).
         dbapi_conn.isolation_level = None
         cursor = dbapi_conn.cursor()
-        cursor.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        cursor.execute(f"PRAGMA busy_timeout = {timeout_ms}")
         cursor.execute("PRAGMA journal_mode = WAL")
         cursor.execute("PRAGMA synchronous = NORMAL")  # safe in WAL; fsync only at checkpoints
         cursor.execute("PRAGMA foreign_keys = ON")
@@ -61,10 +120,11 @@ def make_engine(url: str) -> Engine:
     if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
     is_sqlite = make_url(url).get_backend_name() == "sqlite"
-    connect_args = {"timeout": BUSY_TIMEOUT_MS / 1000} if is_sqlite else {}
+    timeout_ms = busy_timeout_ms(url)
+    connect_args = {"timeout": timeout_ms / 1000} if is_sqlite else {}
     engine = create_engine(url, connect_args=connect_args)
     if is_sqlite:
-        _configure_sqlite(engine)
+        _configure_sqlite(engine, timeout_ms)
     return engine
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from sqlalchemy import Column, Integer, MetaData, Table, inspect, select
+from sqlalchemy import Column, Integer, MetaData, Table, inspect, select, text
 from sqlalchemy.engine import Connection, Engine
 
 from backend.errors import ConfigError
@@ -25,8 +25,14 @@ Migration = Callable[[Connection], None]
 
 VERSION_TABLE = Table("schema_version", MetaData(), Column("version", Integer, nullable=False))
 
+
+def add_job_gpu(conn: Connection) -> None:
+    """Version 2: jobs record the GPU they hold, so every supervisor sees which are taken."""
+    conn.execute(text("ALTER TABLE jobs ADD COLUMN gpu INTEGER"))
+
+
 # MIGRATIONS[i] upgrades version i + 1 to version i + 2. Version 1 is the first schema.
-MIGRATIONS: list[Migration] = []
+MIGRATIONS: list[Migration] = [add_job_gpu]
 
 
 def current_version(steps: Sequence[Migration] = MIGRATIONS) -> int:

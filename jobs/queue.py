@@ -3,62 +3,104 @@
 Every transition names the status it expects in its ``WHERE`` clause, so when two
 parties race (a worker finishing while a supervisor declares it dead, two supervisors
 claiming) exactly one wins and the other sees that it lost.
+
+The writes that end a job retry transient faults (a database locked past its busy
+timeout, a full disk while noting the reason in the log): a job must never stay
+``running`` because one write failed once.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+import json
+import logging
+import os
+import shutil
+from collections.abc import Callable, Collection, Sequence
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import delete, select, update
+from sqlalchemy.orm import Session
 
 from backend.errors import ConfigError
-from jobs.db import Database
+from jobs.db import RETRY_ATTEMPTS, Database, retry
 from jobs.schema import (
     CANCELLED,
     FAILED,
     QUEUED,
     RUNNING,
+    SUCCEEDED,
     Job,
     SupervisorRow,
     utcnow,
 )
 
 UNEXPECTED = "worker stopped unexpectedly"
+# A finished run's job fields, written by the worker before it records success: if that
+# write never lands, whoever ends the job records the success from this file instead.
+OUTCOME_FILE = "outcome.json"
+CLAIM_WINDOW = 100  # queued jobs looked at per claim when the oldest ones cannot run yet
+log = logging.getLogger("jobs.queue")
 
 
-def claim_next(db: Database, owner: str, host: str, only: Collection[int] | None = None) -> int | None:
-    """Atomically move the oldest queued job (of ``only``, if given) to running for ``owner``.
+def wants_gpu(config: dict[str, Any] | None) -> bool:
+    """Does a job run on whatever accelerator is free ("auto"), rather than a fixed device?"""
+    return (config or {}).get("device", "auto") == "auto"
 
-    Returns the claimed job's id, or None when there is nothing to claim.
+
+def claim_next(
+    db: Database,
+    owner: str,
+    host: str,
+    only: Collection[int] | None = None,
+    *,
+    limit: int | None = None,
+    gpus: int = 0,
+) -> int | None:
+    """Atomically move the oldest queued job that can run now (of ``only``) to running for ``owner``.
+
+    ``limit``: claim only while fewer than ``limit`` jobs run on ``host``, counted inside
+    the same write transaction, so the limit holds across every supervisor on the
+    database. ``gpus``: a job on device "auto" needs a GPU index that no running job on
+    ``host`` holds, and keeps it in ``Job.gpu``. Returns the claimed id, or None.
     """
-    now = utcnow()
-    query = select(Job.id).where(Job.status == QUEUED).order_by(Job.id).limit(1)
-    if only is not None:
-        query = query.where(Job.id.in_(list(only)))
     with db.write() as session:
-        job_id = session.scalar(query)
-        if job_id is None:
+        held = list(session.scalars(select(Job.gpu).where(Job.status == RUNNING, Job.worker_host == host)))
+        if limit is not None and len(held) >= limit:
             return None
-        # The status guard keeps this safe even where BEGIN IMMEDIATE does not exist.
-        claimed = session.execute(
-            update(Job)
-            .where(Job.id == job_id, Job.status == QUEUED)
-            .values(
-                status=RUNNING,
-                claimed_by=owner,
-                worker_host=host,
-                started_at=now,
-                heartbeat_at=now,
-                worker_pid=None,
-                worker_started=None,
-                progress=0.0,
-            )
-            .execution_options(synchronize_session=False)
+        free_gpus = [i for i in range(gpus) if i not in held]
+        query = select(Job.id, Job.config).where(Job.status == QUEUED).order_by(Job.id).limit(CLAIM_WINDOW)
+        if only is not None:
+            query = query.where(Job.id.in_(list(only)))
+        for job_id, config in session.execute(query).all():
+            gpu = free_gpus[0] if gpus and wants_gpu(config) and free_gpus else None
+            if gpus and wants_gpu(config) and gpu is None:
+                continue  # every GPU is busy: a later CPU job may still run
+            return job_id if _claim(session, job_id, owner, host, gpu) else None
+        return None
+
+
+def _claim(session: Session, job_id: int, owner: str, host: str, gpu: int | None) -> bool:
+    now = utcnow()
+    # The status guard keeps this safe even where BEGIN IMMEDIATE does not exist.
+    claimed = session.execute(
+        update(Job)
+        .where(Job.id == job_id, Job.status == QUEUED)
+        .values(
+            status=RUNNING,
+            claimed_by=owner,
+            worker_host=host,
+            gpu=gpu,
+            started_at=now,
+            heartbeat_at=now,
+            worker_pid=None,
+            worker_started=None,
+            progress=0.0,
         )
-        return job_id if claimed.rowcount == 1 else None
+        .execution_options(synchronize_session=False)
+    )
+    return claimed.rowcount == 1
 
 
 def take_over(db: Database, job_id: int, old_owner: str | None, new_owner: str) -> bool:
@@ -86,42 +128,134 @@ def update_running(db: Database, job_id: int, **values: Any) -> bool:
         return result.rowcount == 1
 
 
-def finish(db: Database, job_id: int, status: str, **values: Any) -> bool:
-    """End a running job with ``status``; False if something else ended it first."""
-    return update_running(db, job_id, status=status, finished_at=utcnow(), eta_seconds=None, **values)
+def finish(
+    db: Database,
+    job_id: int,
+    status: str,
+    *,
+    attempts: int = RETRY_ATTEMPTS,
+    on_retry: Callable[[BaseException, float], None] | None = None,
+    **values: Any,
+) -> bool:
+    """End a running job with ``status``; False if something else ended it first.
+
+    Transient faults are retried ``attempts`` times (``on_retry`` is told of each); after
+    that the last one is raised.
+    """
+    at = utcnow()
+    return retry(
+        lambda: update_running(db, job_id, status=status, finished_at=at, eta_seconds=None, **values),
+        what=f"job {job_id}: recording {status}",
+        attempts=attempts,
+        on_retry=on_retry,
+    )
 
 
-def end_stopped_worker(db: Database, job_id: int, reason: str) -> str | None:
-    """A worker is gone without having ended its job: cancelled if asked, else failed.
+def end_stopped_worker(
+    db: Database, job_id: int, reason: str, *, failure: str | None = None, attempts: int = RETRY_ATTEMPTS
+) -> str | None:
+    """A worker is gone without having ended its job: succeeded if it left its outcome on
+    disk, else cancelled if asked, else failed (with ``failure`` as the error if given).
 
     Returns the message recorded, or None when the job had already ended. The message
     also goes to the job's log before the transaction commits, so whoever sees the job
-    ended also finds the reason in its log.
+    ended also finds the reason in its log. Transient faults are retried.
     """
+    message = retry(
+        lambda: _end_stopped_worker(db, job_id, reason, failure),
+        what=f"job {job_id}: recording that its worker stopped",
+        attempts=attempts,
+    )
+    if message is not None and message.startswith(SUCCEEDED):
+        with db.read() as session:
+            job = session.get(Job, job_id)
+        if job is not None and job.artifact_dir:
+            tidy_succeeded(Path(job.artifact_dir))
+    return message
+
+
+def _end_stopped_worker(db: Database, job_id: int, reason: str, failure: str | None) -> str | None:
     with db.write() as session:
         job = session.get(Job, job_id)
         if job is None or job.status != RUNNING:
             return None
         job.finished_at, job.eta_seconds = utcnow(), None
-        if job.cancel_requested_at is not None:
-            job.status, job.error = CANCELLED, f"cancelled ({reason})"
+        outcome = read_outcome(job.artifact_dir)
+        if outcome is not None:  # training had finished: a lost final write is no failure
+            for name, value in outcome.items():
+                setattr(job, name, value)
+            job.status = SUCCEEDED
+            message = (
+                f"{SUCCEEDED}: the worker finished training but stopped before recording it "
+                f"({reason}); recorded from its {OUTCOME_FILE}"
+            )
+        elif job.cancel_requested_at is not None:
+            job.status = CANCELLED
+            message = job.error = f"cancelled ({reason})"
         else:
             job.status, job.error_kind = FAILED, "crash"
-            job.error = f"{UNEXPECTED} ({reason})"
+            message = job.error = failure or f"{UNEXPECTED} ({reason})"
             job.error_detail = (job.error_detail or "") + (
                 f"{job.error}. The last lines the worker wrote are in {job.log_path}."
             )
         if job.log_path:
-            append_log_line(Path(job.log_path), f"supervisor: {job.error}")
-        return job.error
+            append_log_line(Path(job.log_path), f"supervisor: {message}")
+        return message
 
 
-def append_log_line(path: Path, message: str) -> None:
-    """Add a timestamped line to a job's log file (supervisor notes beside the worker's)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+def append_log_line(path: Path, message: str) -> bool:
+    """Add a timestamped line to a job's log file (supervisor notes beside the worker's).
+
+    Best effort: a full disk is retried briefly, then the line is dropped (False), since
+    recording the job's end in the database matters more than the note in its log.
+    """
     stamp = utcnow().strftime("%Y-%m-%d %H:%M:%S")
-    with path.open("a", encoding="utf-8") as f:
-        f.write(f"{stamp} {message}\n")
+
+    def append() -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("a", encoding="utf-8") as f:
+            f.write(f"{stamp} {message}\n")
+
+    try:
+        retry(append, what=f"writing to {path}", attempts=3, first_delay=0.2)
+    except OSError as exc:
+        log.warning("could not write to %s (%s): %s", path, exc, message)
+        return False
+    return True
+
+
+# ---------------------------------------------------------------- outcome hand-off
+
+
+def write_outcome(out_dir: Path, values: dict[str, Any]) -> None:
+    """Save a finished run's job fields durably (temporary file, fsync, atomic rename)."""
+    tmp = out_dir / (OUTCOME_FILE + ".tmp")
+    with tmp.open("w", encoding="utf-8") as f:
+        json.dump(values, f)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, out_dir / OUTCOME_FILE)
+
+
+def read_outcome(artifact_dir: str | None) -> dict[str, Any] | None:
+    """The fields a worker left in ``artifact_dir`` (only known job columns), or None."""
+    path = Path(artifact_dir or "") / OUTCOME_FILE
+    if not artifact_dir or not path.is_file():
+        return None
+    try:
+        values = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None  # unreadable: the job fails as it would have without the file
+    if not isinstance(values, dict):
+        return None
+    return {k: v for k, v in values.items() if k in Job.__table__.columns}
+
+
+def tidy_succeeded(out_dir: Path) -> None:
+    """Once success is recorded: drop the checkpoint (a finished run is not resumed, and a
+    checkpoint can be as big as the model) and the outcome hand-off file."""
+    shutil.rmtree(out_dir / "checkpoint", ignore_errors=True)
+    (out_dir / OUTCOME_FILE).unlink(missing_ok=True)
 
 
 def request_cancel(db: Database, job_id: int) -> str:

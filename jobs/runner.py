@@ -22,6 +22,9 @@ from backend.settings import PROJECT_ROOT, Settings
 
 WORKER_NICENESS = 10  # training yields the CPU to the web app and the supervisor
 EXIT_UNKNOWN = -1000  # poll() of a re-attached process: gone, but not our child to reap
+# A worker whose training finished but whose final database write kept failing: it leaves
+# its checkpoint (and its outcome file) so that the job is recorded or resumed later.
+EXIT_NOT_RECORDED = 3
 
 
 @dataclass
@@ -51,6 +54,10 @@ class Runner(Protocol):
         """None while running; else the exit code (negative: killed by that signal)."""
         ...
 
+    def terminate(self, handle: Handle) -> None:
+        """Ask the worker to stop (SIGTERM): it records its job as cancelled and exits."""
+        ...
+
     def kill(self, handle: Handle) -> None:
         """Stop the worker now (SIGKILL); the next poll reports it."""
         ...
@@ -76,6 +83,11 @@ def describe_exit(code: int) -> str:
     """Human words for an exit code as ``poll`` returns it."""
     if code == EXIT_UNKNOWN:
         return "exit status unknown"
+    if code == EXIT_NOT_RECORDED:
+        return (
+            f"exit code {code}: training finished but the database kept refusing the result; "
+            "the checkpoint is kept, so the job can be resumed"
+        )
     if code < 0:
         try:
             name = signal.Signals(-code).name
@@ -148,10 +160,16 @@ class LocalProcessRunner:
             return handle.process.poll()
         return None if process_alive(handle.pid, handle.started) else EXIT_UNKNOWN
 
+    def terminate(self, handle: Handle) -> None:
+        self._signal(handle, signal.SIGTERM)
+
     def kill(self, handle: Handle) -> None:
+        self._signal(handle, signal.SIGKILL)
+
+    def _signal(self, handle: Handle, signum: int) -> None:
         if handle.process is not None and handle.process.poll() is not None:
             return
         if handle.process is None and not process_alive(handle.pid, handle.started):
             return
         with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(handle.pid, signal.SIGKILL)  # its session's group: the worker's own pid
+            os.killpg(handle.pid, signum)  # its session's group: the worker's own pid

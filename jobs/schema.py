@@ -125,6 +125,7 @@ class Job(Base):
     worker_host: Mapped[str | None] = mapped_column(String(255))
     worker_pid: Mapped[int | None]
     worker_started: Mapped[float | None]  # process start time, guards against PID reuse
+    gpu: Mapped[int | None]  # the GPU index it holds on worker_host (None: CPU or a fixed device)
     heartbeat_at: Mapped[datetime | None]
     cancel_requested_at: Mapped[datetime | None]
 

@@ -11,6 +11,15 @@ that dies without ending its job (killed, out of memory) is marked failed at onc
 start, and every few seconds after, it looks at running jobs nobody looks after: a
 live worker on this host is adopted, a dead one is marked failed, and a job on another
 host that has stopped heartbeating is marked failed.
+
+Under faults, a job must never stay ``running`` forever: each step of a pass is guarded
+on its own (a locked database fails one step, logged, and the next poll tries again); a
+worker is forgotten only once its end is recorded; and a job on this host whose worker
+stopped heartbeating for ``hung_seconds`` (stopped, deadlocked) is killed and marked
+failed, judged only while the database has been writable long enough for the worker to
+have written its heartbeat. A cancel asks the worker to stop (it polls), then sends it
+SIGTERM after ``cancel_grace`` (it records the job as cancelled), and SIGKILLs it only if
+it is still there ``kill_grace`` later.
 """
 
 from __future__ import annotations
@@ -22,13 +31,14 @@ import socket
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 import psutil
 
 from backend.settings import Settings
 from jobs import queue
-from jobs.db import Database
+from jobs.db import Database, is_transient, retry
 from jobs.runner import Handle, LocalProcessRunner, Runner, describe_exit, process_alive
 from jobs.schema import FAILED, Job, SupervisorRow, utcnow
 
@@ -37,7 +47,9 @@ log = logging.getLogger("jobs.supervisor")
 POLL_SECONDS = 0.5
 HOUSEKEEPING_SECONDS = 5.0
 STALE_SECONDS = 60.0  # no heartbeat for this long: the process or its machine is gone
-CANCEL_GRACE_SECONDS = 15.0  # a worker that ignores a cancel request this long is killed
+CANCEL_GRACE_SECONDS = 15.0  # a worker that ignores a cancel request this long gets SIGTERM
+KILL_GRACE_SECONDS = 10.0  # ... and SIGKILL if it is still there this much later
+HUNG_SECONDS = 30.0  # six missed worker heartbeats (jobs.worker.HEARTBEAT_SECONDS is 5 s)
 _LIVE_TOKENS: set[str] = set()  # supervisors running in this process
 _WAKE_EVENTS: set[threading.Event] = set()  # one per supervisor running in this process
 
@@ -86,6 +98,9 @@ class Supervisor:
         runner: Runner | None = None,
         only_jobs: set[int] | None = None,
         poll_seconds: float = POLL_SECONDS,
+        hung_seconds: float = HUNG_SECONDS,
+        cancel_grace: float = CANCEL_GRACE_SECONDS,
+        kill_grace: float = KILL_GRACE_SECONDS,
     ) -> None:
         self.settings = settings
         self.db = Database(settings.db_url)
@@ -94,15 +109,22 @@ class Supervisor:
         self.runner: Runner = runner or LocalProcessRunner(settings)
         self.only_jobs = only_jobs  # None: the whole queue (``submit --wait`` narrows it)
         self.poll_seconds = poll_seconds
+        self.hung_seconds, self.cancel_grace, self.kill_grace = hung_seconds, cancel_grace, kill_grace
         self.host = socket.gethostname()
         self.token = f"{self.host}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.handles: dict[int, Handle] = {}
         self._kill_reasons: dict[int, str] = {}
+        self._terminated_at: dict[int, float] = {}  # job -> when its worker got SIGTERM (monotonic)
+        self._killed: set[int] = set()  # jobs whose worker got SIGKILL after SIGTERM
+        self._hung: dict[int, str] = {}  # jobs whose worker was killed for missing heartbeats
         self._stop = threading.Event()
         self._wake = threading.Event()  # set by stop() and by wake_local_supervisors()
         self._kill_on_stop = False
         self._thread: threading.Thread | None = None
         self._last_housekeeping = 0.0
+        # Since when every database write worked: a worker's heartbeat is judged only after
+        # the database has been writable for hung_seconds (it may have been locked for it too).
+        self._writable_since = time.monotonic()
 
     # ------------------------------------------------------------ lifecycle
 
@@ -123,9 +145,12 @@ class Supervisor:
 
     def run_forever(self) -> None:
         """Reconcile, then poll until :meth:`stop` (or Ctrl-C in the foreground)."""
-        self._register()
+        _LIVE_TOKENS.add(self.token)
+        _WAKE_EVENTS.add(self._wake)
         try:
-            self.reconcile(at_start=True)
+            while not self._stop.is_set() and not self._guarded("registering", self._register):
+                self._wake.wait(self.poll_seconds)
+            self._guarded("reconciling at start", lambda: self.reconcile(at_start=True))
             while not self._stop.is_set():
                 self.tick()
                 self._wake.wait(self.poll_seconds)
@@ -134,21 +159,36 @@ class Supervisor:
             self._shutdown()
 
     def tick(self) -> None:
-        """One pass: reap, enforce cancels, housekeeping, then start queued jobs."""
+        """One pass: reap, enforce cancels, housekeeping, then start queued jobs.
+
+        Each step is guarded on its own, so a fault in one (e.g. a locked database) is
+        logged and retried next poll without skipping the others or ending the loop.
+        """
+        self._guarded("reaping workers", self._reap)
+        self._guarded("enforcing cancels", self._enforce_cancels)
+        due = time.monotonic() - self._last_housekeeping >= HOUSEKEEPING_SECONDS
+        if due and self._guarded("housekeeping", self._housekeeping):
+            self._last_housekeeping = time.monotonic()
+        self._guarded("starting queued jobs", self._fill_slots)
+
+    def _guarded(self, what: str, step: Callable[[], object]) -> bool:
+        """Run one step; True if it worked. No exception leaves the supervisor's loop."""
         try:
-            self._reap()
-            self._enforce_cancels()
-            if time.monotonic() - self._last_housekeeping >= HOUSEKEEPING_SECONDS:
-                self._last_housekeeping = time.monotonic()
-                queue.supervisor_heartbeat(self.db, self.token)
-                self.reconcile(at_start=False)
-            self._fill_slots()
-        except Exception:  # e.g. a locked database: log and try next poll
-            log.exception("supervisor pass failed; retrying")
+            step()
+            return True
+        except Exception as exc:  # logged; the next poll tries again
+            if is_transient(exc):
+                self._writable_since = time.monotonic()
+                log.warning("supervisor: %s failed (%s); retrying next poll", what, exc)
+            else:
+                log.exception("supervisor: %s failed; retrying next poll", what)
+            return False
+
+    def _housekeeping(self) -> None:
+        queue.supervisor_heartbeat(self.db, self.token)
+        self.reconcile(at_start=False)
 
     def _register(self) -> None:
-        _LIVE_TOKENS.add(self.token)
-        _WAKE_EVENTS.add(self._wake)
         me = psutil.Process()
         queue.register_supervisor(
             self.db,
@@ -173,10 +213,10 @@ class Supervisor:
                 self.runner.kill(handle)
             deadline = time.monotonic() + 5.0
             while self.handles and time.monotonic() < deadline:
-                self._reap()
+                self._guarded("reaping workers", self._reap)
                 time.sleep(0.1)
         try:
-            queue.remove_supervisor(self.db, self.token)
+            retry(lambda: queue.remove_supervisor(self.db, self.token), what="removing the supervisor row")
         except Exception:  # the row goes stale and is ignored anyway
             log.exception("could not remove supervisor row")
         self.db.dispose()
@@ -185,45 +225,61 @@ class Supervisor:
 
     def _fill_slots(self) -> None:
         while len(self.handles) < self.max_concurrent and not self._stop.is_set():
-            job_id = queue.claim_next(self.db, self.token, self.host, self.only_jobs)
+            # The limit is checked again in the database, against every supervisor's jobs.
+            job_id = queue.claim_next(
+                self.db, self.token, self.host, self.only_jobs, limit=self.max_concurrent, gpus=self.gpus
+            )
             if job_id is None:
                 return
             self._launch(job_id)
 
     def _launch(self, job_id: int) -> None:
-        with self.db.read() as session:
-            job = session.get(Job, job_id)
+        job = retry(lambda: self._read_job(job_id), what=f"job {job_id}: reading it to start")
         assert job is not None  # we just claimed it
-        wants_auto = (job.config or {}).get("device", "auto") == "auto"
-        gpu = self._free_gpu() if wants_auto else None
         log_path = Path(job.log_path or self.settings.artifacts_dir / f"job-{job_id}" / "job.log")
         try:
-            handle = self.runner.start(job_id, log_path=log_path, gpu=gpu)
+            handle = self.runner.start(job_id, log_path=log_path, gpu=job.gpu)
         except OSError as exc:
             queue.finish(
                 self.db, job_id, FAILED, error=f"could not start the worker: {exc}", error_kind="internal"
             )
             return
         self.handles[job_id] = handle
-        queue.update_running(
-            self.db, job_id, worker_pid=handle.pid, worker_host=handle.host, worker_started=handle.started
-        )
         log.info(
-            "job %d: started worker pid %d%s", job_id, handle.pid, f" on GPU {gpu}" if gpu is not None else ""
+            "job %d: started worker pid %d%s",
+            job_id,
+            handle.pid,
+            f" on GPU {job.gpu}" if job.gpu is not None else "",
+        )
+        # The worker records its pid itself too, so a failure here only delays it.
+        queue.update_running(
+            self.db,
+            job_id,
+            worker_pid=handle.pid,
+            worker_host=handle.host,
+            worker_started=handle.started,
+            heartbeat_at=utcnow(),
         )
 
-    def _free_gpu(self) -> int | None:
-        used = {h.gpu for h in self.handles.values()}
-        return next((i for i in range(self.gpus) if i not in used), None)
+    def _read_job(self, job_id: int) -> Job | None:
+        with self.db.read() as session:
+            return session.get(Job, job_id)
 
     def _reap(self) -> None:
         for job_id, handle in list(self.handles.items()):
             code = self.runner.poll(handle)
             if code is None:
                 continue
+            reason = self._kill_reasons.get(job_id) or self._exit_reason(code)
+            hung = self._hung.get(job_id)
+            failure = f"{hung}; it was killed" if hung else None
+            # Forgotten only once its end is recorded: if this raises, the next poll retries.
+            message = queue.end_stopped_worker(self.db, job_id, reason, failure=failure)
             del self.handles[job_id]
-            reason = self._kill_reasons.pop(job_id, None) or self._exit_reason(code)
-            message = queue.end_stopped_worker(self.db, job_id, reason)
+            self._kill_reasons.pop(job_id, None)
+            self._terminated_at.pop(job_id, None)
+            self._killed.discard(job_id)
+            self._hung.pop(job_id, None)
             if message is not None:  # the worker died before recording an outcome
                 log.warning("job %d: %s", job_id, message)
 
@@ -238,41 +294,73 @@ class Supervisor:
         return reason
 
     def _enforce_cancels(self) -> None:
+        """SIGTERM a worker that ignores a cancel request; SIGKILL it if SIGTERM does not help."""
         requests = queue.cancel_requests(self.db, list(self.handles))
         for job_id, asked_at in requests.items():
-            if job_id in self._kill_reasons or queue.fresh(asked_at, CANCEL_GRACE_SECONDS):
+            handle = self.handles.get(job_id)
+            if handle is None or queue.fresh(asked_at, self.cancel_grace):
                 continue
-            self._kill_reasons[job_id] = (
-                f"the worker did not stop within {CANCEL_GRACE_SECONDS:.0f} s of the cancel "
-                "request and was killed"
-            )
-            self.runner.kill(self.handles[job_id])
+            terminated_at = self._terminated_at.get(job_id)
+            if terminated_at is None:
+                self._terminated_at[job_id] = time.monotonic()
+                self._kill_reasons[job_id] = (
+                    f"the worker did not stop within {self.cancel_grace:.0f} s of the cancel request "
+                    "and was told to stop (SIGTERM)"
+                )
+                self.runner.terminate(handle)
+            elif time.monotonic() - terminated_at >= self.kill_grace and job_id not in self._killed:
+                self._killed.add(job_id)
+                self._kill_reasons[job_id] = (
+                    f"the worker did not stop within {self.cancel_grace + self.kill_grace:.0f} s of the "
+                    "cancel request and was killed"
+                )
+                self.runner.kill(handle)
 
     # ------------------------------------------------------------ reconcile
 
     def reconcile(self, *, at_start: bool) -> None:
-        """Adopt or end running jobs that no live supervisor looks after."""
+        """Adopt or end running jobs that no live supervisor looks after; end hung ones here."""
         owners = queue.supervisors(self.db)
+        judge_hung = time.monotonic() - self._writable_since >= self.hung_seconds
         for job in queue.running_jobs(self.db):
-            if job.id in self.handles or owner_alive(owners.get(job.claimed_by or ""), self.host):
-                continue
+            looked_after = job.id in self.handles or owner_alive(owners.get(job.claimed_by or ""), self.host)
             if job.worker_host != self.host:
-                if not queue.fresh(job.heartbeat_at, STALE_SECONDS):
+                if not looked_after and not queue.fresh(job.heartbeat_at, STALE_SECONDS):
                     self._end_orphan(
                         job, f"no heartbeat from {job.worker_host} for over {STALE_SECONDS:.0f} s"
                     )
-                continue
-            handle = None
-            if job.worker_pid is not None:
-                handle = self.runner.attach(job.id, job.worker_pid, job.worker_started or 0.0)
-            if handle is not None:
-                if queue.take_over(self.db, job.id, job.claimed_by, self.token):
-                    self.handles[job.id] = handle
-                    log.info("job %d: adopted live worker pid %d", job.id, handle.pid)
-                continue
-            when = "at supervisor start" if at_start else "after its supervisor stopped"
-            self._end_orphan(job, f"found dead {when}")
+            elif not looked_after:
+                self._adopt_or_end(job, at_start)
+            elif judge_hung and not queue.fresh(job.heartbeat_at, self.hung_seconds):
+                self._end_hung(job)
         self._prune_supervisors(owners)
+
+    def _adopt_or_end(self, job: Job, at_start: bool) -> None:
+        handle = None
+        if job.worker_pid is not None:
+            handle = self.runner.attach(job.id, job.worker_pid, job.worker_started or 0.0)
+        if handle is not None:
+            if queue.take_over(self.db, job.id, job.claimed_by, self.token):
+                self.handles[job.id] = handle
+                log.info("job %d: adopted live worker pid %d", job.id, handle.pid)
+            return
+        when = "at supervisor start" if at_start else "after its supervisor stopped"
+        self._end_orphan(job, f"found dead {when}")
+
+    def _end_hung(self, job: Job) -> None:
+        """A worker on this host (ours or a live peer's) stopped heartbeating: kill it, fail the job."""
+        silent = (utcnow() - job.heartbeat_at).total_seconds() if job.heartbeat_at else self.hung_seconds
+        reason = f"worker hung: no heartbeat for {silent:.0f} s"
+        handle = self.handles.get(job.id)
+        if handle is None and job.worker_pid is not None:
+            handle = self.runner.attach(job.id, job.worker_pid, job.worker_started or 0.0)
+        if handle is not None:
+            if job.id in self.handles:  # killed first: should the write below fail, the reaper
+                self._kill_reasons[job.id] = self._hung[job.id] = reason  # records the same reason
+            self.runner.kill(handle)
+        message = queue.end_stopped_worker(self.db, job.id, reason, failure=f"{reason}; it was killed")
+        if message is not None:
+            log.warning("job %d: %s", job.id, message)
 
     def _end_orphan(self, job: Job, reason: str) -> None:
         message = queue.end_stopped_worker(self.db, job.id, reason)

@@ -6,21 +6,35 @@ database never slows training. A heartbeat thread keeps the job's row fresh thro
 long phases without steps (loading, evaluation, export) and picks up cancel requests.
 Whatever happens, the job ends succeeded, cancelled or failed with a message the
 user can act on; the traceback goes to ``error_detail`` and the job's log file.
+
+Cancel works in every phase: the training loop polls for it at each step; in phases
+without steps (model loading, evaluation, feature computation) the heartbeat thread,
+once it has seen the request and given the loop ``STOP_GRACE_SECONDS``, sends the worker
+SIGTERM, which :class:`StopSignal` turns into an exception in the main thread while
+training runs (the supervisor sends SIGTERM too, and SIGKILL only after a further grace).
+
+A finished run's outcome is written to ``outcome.json`` and then recorded with retries;
+the checkpoint is deleted only once success is in the database. A worker that cannot
+record it exits with ``EXIT_NOT_RECORDED``, leaving both, so the supervisor records the
+success from the file (or, failing that, the job can be resumed).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
-import shutil
+import signal
 import socket
 import sys
 import threading
 import time
 import traceback
+from collections.abc import Callable, Iterator
 from datetime import datetime, timezone
 from pathlib import Path
+from types import FrameType
 from typing import Any, TextIO
 
 from sqlalchemy import insert, select, update
@@ -30,12 +44,15 @@ from backend.callbacks import Callback, EpochInfo, StepInfo, TrainingCancelled
 from backend.errors import WorkbenchError
 from backend.settings import Settings, apply_environment
 from jobs import queue
-from jobs.db import Database
-from jobs.runner import process_start_time
+from jobs.db import Database, retry
+from jobs.runner import EXIT_NOT_RECORDED, process_start_time
 from jobs.schema import CANCELLED, FAILED, METRIC_COLUMNS, RUNNING, SUCCEEDED, Job, Metric, utcnow
 
 FLUSH_SECONDS = 1.0
 HEARTBEAT_SECONDS = 5.0
+CANCEL_POLL_SECONDS = 1.0  # the heartbeat thread reads the cancel flag this often
+STOP_GRACE_SECONDS = 3.0  # time the training loop gets to stop at a step before SIGTERM
+RECORD_ATTEMPTS = 10  # the final write: about two minutes of retries on top of the busy timeouts
 OOM_MESSAGE = "ran out of memory: try a smaller batch size or max length, or 4-bit quantization"
 
 
@@ -48,11 +65,20 @@ class JobLog:
         self._lock = threading.Lock()
 
     def write(self, message: str) -> None:
+        """Append ``message``; a full disk is retried briefly, then the line is dropped (a log
+        line is never worth failing or hanging the job for)."""
         stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
-        with self._lock:
-            for line in message.splitlines() or [""]:
-                self._file.write(f"{stamp} {line}\n")
+        text = "".join(f"{stamp} {line}\n" for line in message.splitlines() or [""])
+
+        def append() -> None:
+            self._file.write(text)
             self._file.flush()
+
+        with self._lock:
+            try:
+                retry(append, what="writing the job log", attempts=3, first_delay=0.2)
+            except OSError as exc:
+                print(f"could not write the job log ({exc}): {message}", file=sys.stderr)
 
     def close(self) -> None:
         self._file.close()
@@ -181,21 +207,89 @@ class JobReporter(Callback):
             self.cancel.set()
 
 
-class Heartbeat(threading.Thread):
-    """Keeps ``heartbeat_at`` fresh and notices cancel requests between steps."""
+def stop_wanted(db: Database, job_id: int) -> bool:
+    """A read: was cancel requested, or is the job no longer running?"""
+    with db.read() as session:
+        row = session.execute(select(Job.status, Job.cancel_requested_at).where(Job.id == job_id)).first()
+    return row is None or row.status != RUNNING or row.cancel_requested_at is not None
 
-    def __init__(self, db: Database, job_id: int, cancel: threading.Event) -> None:
+
+class StopRequested(KeyboardInterrupt):
+    """Raised in the main thread by SIGTERM while training runs. A BaseException, so that
+    library code catching ``Exception`` (loaders with fallbacks) cannot swallow it."""
+
+
+class StopSignal:
+    """Turns SIGTERM into :class:`StopRequested` in the main thread, only while armed.
+
+    Armed around training alone: a SIGTERM while the outcome is being recorded is only
+    noted, so it can never interrupt that write. Python runs signal handlers in the main
+    thread between bytecodes, so the armed flag (set only there) needs no lock.
+    """
+
+    def __init__(self) -> None:
+        self.armed = False
+        self.received = False
+
+    def install(self) -> StopSignal:
+        signal.signal(signal.SIGTERM, self._handle)
+        return self
+
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
+        self.received = True
+        if self.armed:
+            self.armed = False  # once: the cancel that follows must be recorded undisturbed
+            raise StopRequested("stop requested (SIGTERM)")
+
+    @contextlib.contextmanager
+    def armed_while(self) -> Iterator[None]:
+        """Raise on SIGTERM inside the block (at once if one came before it)."""
+        if self.received:
+            raise StopRequested("stop requested (SIGTERM) before training started")
+        self.armed = True
+        try:
+            yield
+        finally:
+            self.armed = False
+
+
+def signal_self() -> None:
+    """SIGTERM to this worker: what the supervisor would send, sent sooner."""
+    os.kill(os.getpid(), signal.SIGTERM)
+
+
+class Heartbeat(threading.Thread):
+    """Keeps ``heartbeat_at`` fresh and notices cancel requests between steps.
+
+    Once it sees a stop request it sets ``cancel`` (the training loop stops at its next
+    step); if training has not stopped ``STOP_GRACE_SECONDS`` later (a phase without
+    steps), it calls ``interrupt`` once.
+    """
+
+    def __init__(
+        self, db: Database, job_id: int, cancel: threading.Event, interrupt: Callable[[], None] | None = None
+    ) -> None:
         super().__init__(name=f"heartbeat-{job_id}", daemon=True)
-        self.db, self.job_id, self.cancel = db, job_id, cancel
+        self.db, self.job_id, self.cancel, self.interrupt = db, job_id, cancel, interrupt
         self._stopped = threading.Event()
 
     def run(self) -> None:
-        while not self._stopped.wait(HEARTBEAT_SECONDS):
+        last_beat, stop_seen, interrupted = time.monotonic(), None, False
+        while not self._stopped.wait(CANCEL_POLL_SECONDS):
             try:
-                if beat(self.db, self.job_id, {}, []):
-                    self.cancel.set()
+                if time.monotonic() - last_beat >= HEARTBEAT_SECONDS:
+                    last_beat, wanted = time.monotonic(), beat(self.db, self.job_id, {}, [])
+                else:
+                    wanted = stop_wanted(self.db, self.job_id)
             except SQLAlchemyError:
-                pass  # the next beat retries; the supervisor tolerates a missed one
+                continue  # the next beat retries; the supervisor tolerates a missed one
+            if wanted:
+                self.cancel.set()
+                stop_seen = stop_seen or time.monotonic()
+            late = stop_seen is not None and time.monotonic() - stop_seen >= STOP_GRACE_SECONDS
+            if late and not interrupted and self.interrupt is not None and not self._stopped.is_set():
+                interrupted = True
+                self.interrupt()
 
     def stop(self) -> None:
         self._stopped.set()
@@ -272,47 +366,86 @@ def train(job: Job, settings: Settings, reporter: JobReporter) -> dict[str, Any]
     )
 
 
-def run_job(db: Database, job: Job, settings: Settings, log: JobLog) -> bool:
-    """Train and record the outcome; True if the outcome was written to the database."""
+def run_job(db: Database, job: Job, settings: Settings, log: JobLog, stop: StopSignal | None = None) -> int:
+    """Train and record the outcome; the worker's exit code (0: recorded, see ``main``)."""
     reporter = JobReporter(db, job.id, log)
-    heartbeat = Heartbeat(db, job.id, reporter.cancel)
+    heartbeat = Heartbeat(db, job.id, reporter.cancel, signal_self if stop is not None else None)
     heartbeat.start()
     try:
-        summary = train(job, settings, reporter)
+        with stop.armed_while() if stop is not None else contextlib.nullcontext():
+            summary = train(job, settings, reporter)
     except (TrainingCancelled, KeyboardInterrupt) as exc:
+        heartbeat.stop()
         reporter.flush()
         log.write(f"cancelled: {exc}".rstrip(": "))
-        return queue.finish(db, job.id, CANCELLED)
+        return exit_code(queue.finish(db, job.id, CANCELLED, attempts=RECORD_ATTEMPTS))
     except Exception as exc:  # noqa: BLE001 - every failure must end the job with a message
+        heartbeat.stop()
         detail = traceback.format_exc()
         message, kind = explain_failure(exc)
         log.write(f"failed: {message}\n{detail}")
         reporter.flush()
-        return queue.finish(db, job.id, FAILED, error=message, error_kind=kind, error_detail=detail)
-    finally:
-        heartbeat.stop()
+        recorded = queue.finish(
+            db, job.id, FAILED, attempts=RECORD_ATTEMPTS, error=message, error_kind=kind, error_detail=detail
+        )
+        return exit_code(recorded)
+    heartbeat.stop()
     reporter.flush()
+    return record_success(db, job, summary, reporter, log)
+
+
+def exit_code(recorded: bool) -> int:
+    """0 once the outcome is recorded; 1 when something else had ended the job first."""
+    return 0 if recorded else 1
+
+
+def record_success(
+    db: Database, job: Job, summary: dict[str, Any], reporter: JobReporter, log: JobLog
+) -> int:
+    """Hand the outcome to disk, record it with retries, and only then drop the checkpoint.
+
+    The log line comes first: whoever sees the job succeeded must find it in the log.
+    """
     out_dir = Path(summary.get("artifact_dir") or job.artifact_dir or "")
-    # Tidy and log first: whoever sees the job succeeded in the database must find its log
-    # line and no checkpoint left (a finished run cannot be resumed, and checkpoints can be
-    # as big as the model; the run folder already holds the final weights).
-    shutil.rmtree(out_dir / "checkpoint", ignore_errors=True)
+    values = final_fields(summary, out_dir)
+    try:
+        retry(lambda: queue.write_outcome(out_dir, values), what="saving the outcome", attempts=3)
+    except OSError as exc:  # the database write below may still work
+        log.write(f"warning: could not save {queue.OUTCOME_FILE} ({exc})")
     log.write(
         f"succeeded: accuracy {summary.get('accuracy'):.4f}, {reporter.rows_written} metric rows written"
     )
-    recorded = queue.finish(db, job.id, SUCCEEDED, **final_fields(summary, out_dir))
+    try:
+        recorded = queue.finish(
+            db,
+            job.id,
+            SUCCEEDED,
+            attempts=RECORD_ATTEMPTS,
+            on_retry=lambda exc, delay: log.write(f"warning: could not record success yet ({exc}); retrying"),
+            **values,
+        )
+    except (SQLAlchemyError, OSError) as exc:
+        log.write(
+            f"could not record success in the database ({exc}); {queue.OUTCOME_FILE} and the checkpoint "
+            f"are kept in {out_dir}, so the supervisor can record it, or the job can be resumed"
+        )
+        return EXIT_NOT_RECORDED
     if not recorded:
         log.write("note: the job had already been ended elsewhere; this outcome was not recorded")
-    return recorded
+        return 1
+    queue.tidy_succeeded(out_dir)
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point; exit 0 once the job's outcome is recorded (or there was nothing to do)."""
+    """Entry point; exit 0 once the job's outcome is recorded (or there was nothing to do),
+    1 if something else had ended the job, ``EXIT_NOT_RECORDED`` if success could not be."""
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1 or not args[0].isdigit():
         print("usage: python -m jobs.worker JOB_ID", file=sys.stderr)
         return 2
     job_id = int(args[0])
+    stop = StopSignal().install()  # before anything slow: a cancel may come at any moment
     settings = Settings.from_env()
     apply_environment(settings)
     db = Database(settings.db_url)
@@ -323,21 +456,19 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     log = JobLog(Path(job.log_path or settings.artifacts_dir / f"job-{job_id}" / "job.log"))
     pid, host = os.getpid(), socket.gethostname()
-    queue.update_running(
-        db,
-        job_id,
-        worker_pid=pid,
-        worker_host=host,
-        worker_started=process_start_time(pid),
-        heartbeat_at=utcnow(),
+    started = process_start_time(pid)
+    retry(
+        lambda: queue.update_running(
+            db, job_id, worker_pid=pid, worker_host=host, worker_started=started, heartbeat_at=utcnow()
+        ),
+        what=f"job {job_id}: recording the worker",
     )
     log.write(f"worker started: job {job_id}, pid {pid} on {host}")
     try:
-        recorded = run_job(db, job, settings, log)
+        return run_job(db, job, settings, log, stop)
     finally:
         log.close()
         db.dispose()
-    return 0 if recorded else 1
 
 
 if __name__ == "__main__":

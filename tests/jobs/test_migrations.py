@@ -141,3 +141,11 @@ def test_wal_mode_and_pragmas(tmp_path: Path) -> None:
         assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
         assert conn.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
         assert conn.exec_driver_sql("PRAGMA busy_timeout").scalar() == 30000
+
+
+def test_version_2_records_the_gpu_a_job_holds(tmp_path: Path) -> None:
+    url = v1_database(tmp_path / "old.db")
+    Database(url)
+    with make_engine(url).connect() as conn:
+        assert conn.execute(text("SELECT version FROM schema_version")).scalar() == 2
+        assert conn.execute(text("SELECT id, gpu FROM jobs ORDER BY id")).all() == [(1, None), (2, None)]

@@ -1,0 +1,76 @@
+"""The database locked past its busy timeout while a job finishes: the job still succeeds.
+
+Every process here (supervisor, worker, test) opens the database with a busy timeout of
+one second (``?timeout=1`` on the URL, which the worker inherits), so that holding the
+write lock for a few seconds makes every write fail with "database is locked".
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from backend.api import Workbench
+from backend.settings import Settings
+from jobs import queue
+from jobs.db import sqlite_file
+from jobs.supervisor import Supervisor
+from tests.jobs.conftest import (
+    kill_workers,
+    make_settings,
+    quick_job,
+    wait_for,
+    wait_running_step,
+    wait_status,
+)
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Iterator[Settings]:
+    """Like the shared fixture, with a one-second busy timeout."""
+    base = make_settings(tmp_path)
+    s = replace(base, db_url=base.db_url + "?timeout=1")
+    yield s
+    kill_workers(s)
+
+
+def test_the_database_locked_while_a_job_finishes(
+    bench: Workbench, supervisors: Callable[..., Supervisor], data_dir: Path, settings: Settings
+) -> None:
+    db_file = sqlite_file(settings.db_url)
+    assert db_file is not None
+    job_id = bench.submit(quick_job(data_dir / "medium.csv", batch_size=8))
+    supervisors()
+    job = wait_running_step(bench, job_id)
+    log_path = Path(bench.get_job(job_id, log_tail=0)["log_path"])
+    release = threading.Event()
+    holder = threading.Thread(target=hold_write_lock, args=(db_file, release), daemon=True)
+    holder.start()  # from here on, every write waits 1 s and fails: "database is locked"
+    try:
+        wait_for(lambda: "succeeded: accuracy" in log_path.read_text(), 180, "training to finish")
+        time.sleep(4)  # several failed attempts at recording the success
+    finally:
+        release.set()
+        holder.join(timeout=10)
+    done = wait_status(bench, job_id, timeout=120)
+    assert done["status"] == "succeeded", done["error"]
+    assert "could not record success yet" in log_path.read_text()
+    assert not (Path(job["artifact_dir"]) / "checkpoint").exists()  # dropped once recorded
+    assert not (Path(job["artifact_dir"]) / queue.OUTCOME_FILE).exists()
+
+
+def hold_write_lock(path: Path, release: threading.Event) -> None:
+    """Hold SQLite's write lock (``BEGIN IMMEDIATE``) until ``release`` is set."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        release.wait(300)
+        conn.execute("ROLLBACK")
+    finally:
+        conn.close()
