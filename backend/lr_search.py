@@ -85,7 +85,7 @@ class Schedule:
     round_steps: list[int]
     survivors: list[int]
     holdout_rows: int
-    budget_samples: int
+    budget: float  # in the unit of the Costs it was planned with
 
     @property
     def total_steps(self) -> int:
@@ -93,21 +93,34 @@ class Schedule:
         return sum(self.round_steps)
 
 
-def plan_schedule(n_candidates: int, train_rows: int, batch_size: int, planned_samples: int) -> Schedule:
-    """Split the budget (SEARCH_SHARE of ``planned_samples``) into rounds and held-out passes."""
+@dataclass(frozen=True)
+class Costs:
+    """What the search's pieces cost, in one unit (rows for probe heads, seconds for models)."""
+
+    step: float  # one candidate's training step at the search batch size
+    eval_row: float  # one held-out row's forward pass
+    budget: float  # what the whole search may spend
+
+
+def sample_costs(batch_size: int, planned_samples: int) -> Costs:
+    """Costs counted in rows: a step is its batch, a forward pass about a third of a step."""
+    return Costs(batch_size, EVAL_COST, max(1.0, SEARCH_SHARE * planned_samples))
+
+
+def plan_schedule(n_candidates: int, train_rows: int, costs: Costs) -> Schedule:
+    """Split the budget into successive-halving rounds and the held-out passes that judge them."""
     survivors = [n_candidates]
     while survivors[-1] > 1:
         survivors.append(math.ceil(survivors[-1] / ETA))
     survivors = survivors[:-1] or [1]
-    budget = max(1, int(SEARCH_SHARE * planned_samples))
     evals = sum(survivors)
     # Held-out passes get at most 40% of the budget; fewer rows are a noisier but fair judge.
     wanted = min(HOLDOUT_MAX, max(HOLDOUT_MIN, round(HOLDOUT_FRACTION * train_rows)))
-    affordable = int(0.4 * budget / (evals * EVAL_COST))
+    affordable = int(0.4 * costs.budget / (evals * costs.eval_row))
     holdout = max(HOLDOUT_MIN, min(wanted, affordable, train_rows // 2))
-    per_round = (budget - evals * holdout * EVAL_COST) / len(survivors)
-    steps = [max(MIN_ROUND_STEPS, int(per_round / n / batch_size)) for n in survivors]
-    return Schedule(steps, survivors, holdout, budget)
+    per_round = (costs.budget - evals * holdout * costs.eval_row) / len(survivors)
+    steps = [max(MIN_ROUND_STEPS, int(per_round / n / costs.step)) for n in survivors]
+    return Schedule(steps, survivors, holdout, round(costs.budget, 3))
 
 
 def successive_halving(
@@ -158,7 +171,7 @@ def result_dict(
         "round_steps": schedule.round_steps,
         "holdout_rows": schedule.holdout_rows,
         "train_rows": train_rows,
-        "budget_samples": schedule.budget_samples,
+        "budget": schedule.budget,
         "seconds": round(seconds, 3),
     }
 
@@ -210,6 +223,25 @@ class ModelSearch:
         self._stream = batches_forever(len(self.train), self.batch_size, self.seed)
         self.params = {n: p for n, p in self.model.named_parameters() if p.requires_grad}
         self.initial = {n: p.detach().cpu().clone() for n, p in self.params.items()}
+
+    def step_seconds(self, batch_size: int) -> float:
+        """Wall time of one training step at ``batch_size`` (the second of two: the first warms
+        kernels up). Learning rate 0, so the weights do not move."""
+        params = list(self.params.values())
+        opt = search_optimizer(params, 0.0, 0.0)
+        rows = next(batches_forever(len(self.train), batch_size, self.seed + 1))
+        self.model.train()
+        elapsed = 0.0
+        for _ in range(2):
+            started = time.perf_counter()
+            with autocast(self.device):
+                loss = self.model(**{k: v.to(self.device) for k, v in self.train.batch(rows).items()}).loss
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(params, self.max_grad_norm)
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+            elapsed = time.perf_counter() - started
+        return elapsed
 
     def trial(self, lr: float) -> ModelTrial:
         return ModelTrial(lr, self, {n: t.clone() for n, t in self.initial.items()})
@@ -263,6 +295,16 @@ class ModelSearch:
         return metrics["eval_loss"], metrics["accuracy"]
 
 
+def measured_costs(search: ModelSearch, batch_size: int, planned_samples: int) -> Costs:
+    """Costs in seconds, timed on this model and machine: a method that updates every weight
+    pays more per optimizer step than one that trains a few vectors, and the budget is a
+    share of the run's *time*, not of its rows."""
+    full_step = search.step_seconds(batch_size)
+    search_step = search.step_seconds(search.batch_size)
+    planned_seconds = planned_samples / batch_size * full_step
+    return Costs(search_step, EVAL_COST * full_step / batch_size, max(1e-3, SEARCH_SHARE * planned_seconds))
+
+
 def search_model_lr(
     model: Any,
     train: Encoded,
@@ -280,27 +322,22 @@ def search_model_lr(
     """Pick a learning rate for ``model`` from ``lrs`` using ``train`` only; the model's
     trainable weights are back at their initial values afterwards."""
     started = time.perf_counter()
-    batch_size = search_batch_size(batch_size)
-    schedule = plan_schedule(len(lrs), len(train), batch_size, planned_samples)
-    fit_idx, held_idx = holdout_split(train.labels, schedule.holdout_rows, seed)
+    holdout_rows = min(HOLDOUT_MAX, max(HOLDOUT_MIN, round(HOLDOUT_FRACTION * len(train))), len(train) // 2)
+    fit_idx, held_idx = holdout_split(train.labels, holdout_rows, seed)
     search = ModelSearch(
-        model,
-        train.subset(fit_idx),
-        train.subset(held_idx),
-        label_names,
-        device,
-        batch_size,
-        weight_decay,
-        max_grad_norm,
-        max(1, round(WARMUP_SHARE * schedule.total_steps)),
-        seed,
-    )
-    cb.on_log(
-        f"learning-rate search: {len(lrs)} candidates ({', '.join(f'{lr:g}' for lr in lrs)}), "
-        f"rounds of {schedule.round_steps} steps of {batch_size} rows on {len(fit_idx)} training rows, "
-        f"judged on {len(held_idx)} held-out training rows"
-    )
+        model, train.subset(fit_idx), train.subset(held_idx), label_names, device,
+        search_batch_size(batch_size), weight_decay, max_grad_norm, 1, seed,
+    )  # fmt: skip
     try:
+        schedule = plan_schedule(len(lrs), len(train), measured_costs(search, batch_size, planned_samples))
+        if schedule.holdout_rows < len(held_idx):  # a tight budget judges on fewer rows
+            search.holdout = search.holdout.subset(list(range(schedule.holdout_rows)))
+        search.warmup_steps = max(1, round(WARMUP_SHARE * schedule.total_steps))
+        cb.on_log(
+            f"learning-rate search: {len(lrs)} candidates ({', '.join(f'{lr:g}' for lr in lrs)}), rounds of "
+            f"{schedule.round_steps} steps of {search.batch_size} rows on {len(fit_idx)} training rows, "
+            f"judged on {len(search.holdout)} held-out training rows (budget {schedule.budget:.0f} s)"
+        )
         candidates = successive_halving(lrs, search.trial, schedule, cb)
     finally:
         search.restore_initial()

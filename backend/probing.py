@@ -40,6 +40,7 @@ from backend.lr_search import (
     holdout_split,
     plan_schedule,
     result_dict,
+    sample_costs,
     search_batch_size,
     successive_halving,
 )
@@ -168,7 +169,7 @@ def search_head_lr(
     started = time.perf_counter()
     lrs = registry.get("probe").learning_rates(pcfg)
     batch_size = search_batch_size(cfg.batch_size)
-    schedule = plan_schedule(len(lrs), len(y), batch_size, epochs * len(y))
+    schedule = plan_schedule(len(lrs), len(y), sample_costs(batch_size, epochs * len(y)))
     fit, held = holdout_split(y.tolist(), schedule.holdout_rows, cfg.seed)
     warmup = max(1, round(WARMUP_SHARE * schedule.total_steps))
 

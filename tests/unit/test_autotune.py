@@ -18,7 +18,15 @@ from backend.autotune import (
 )
 from backend.callbacks import Callback
 from backend.errors import ConfigError
-from backend.lr_search import EVAL_COST, Candidate, Schedule, plan_schedule, successive_halving
+from backend.lr_search import (
+    EVAL_COST,
+    Candidate,
+    Costs,
+    Schedule,
+    plan_schedule,
+    sample_costs,
+    successive_halving,
+)
 from backend.train import run_training
 from backend.train_config import TrainConfig, validate
 from tests.conftest import sentiment_rows, write_csv
@@ -173,7 +181,7 @@ class FixedTrial:
 
 def test_successive_halving_keeps_the_better_half_and_never_picks_a_diverged_rate() -> None:
     losses = {1e-4: 9.0, 1e-3: 5.0, 1e-2: 4.0, 1e-1: math.inf}
-    schedule = Schedule(round_steps=[2, 4], survivors=[4, 2], holdout_rows=32, budget_samples=0)
+    schedule = Schedule(round_steps=[2, 4], survivors=[4, 2], holdout_rows=32, budget=0)
     result = successive_halving(tuple(losses), lambda lr: FixedTrial(lr, losses), schedule, Callback())
     winner, *rest = result
     assert isinstance(winner, Candidate) and winner.lr == 1e-2 and winner.steps == 6
@@ -184,8 +192,12 @@ def test_successive_halving_keeps_the_better_half_and_never_picks_a_diverged_rat
 
 def test_search_schedule_stays_within_its_budget() -> None:
     for train_rows, planned in ((900, 9000), (5000, 50_000), (20_000, 20_000)):
-        s = plan_schedule(4, train_rows, 8, planned)
+        s = plan_schedule(4, train_rows, sample_costs(8, planned))
         spent = sum(n * steps * 8 for n, steps in zip(s.survivors, s.round_steps, strict=True))
         spent += sum(s.survivors) * s.holdout_rows * EVAL_COST
-        assert spent <= s.budget_samples * 1.01, (train_rows, s)
+        assert spent <= s.budget * 1.01, (train_rows, s)
         assert min(s.round_steps) >= 3 and s.survivors == [4, 2]
+    # Timed costs: a step four times dearer (every weight updated) buys four times fewer steps.
+    cheap = plan_schedule(4, 900, Costs(step=0.1, eval_row=0.001, budget=60.0))
+    dear = plan_schedule(4, 900, Costs(step=0.4, eval_row=0.001, budget=60.0))
+    assert [a // 4 for a in cheap.round_steps] == pytest.approx(dear.round_steps, abs=1)
