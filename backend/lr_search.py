@@ -32,9 +32,11 @@ SEARCH_SHARE = 0.12  # of the run's planned training samples; the issue's ceilin
 ETA = 2  # successive halving keeps the better 1/ETA each round
 HOLDOUT_FRACTION = 0.15
 HOLDOUT_MIN, HOLDOUT_MAX = 32, 200
-MIN_ROUND_STEPS = 3  # below this a round tells nothing; tiny budgets overrun rather than guess
+MIN_ROUND_STEPS = 8  # fewer steps leave every candidate at chance: tiny budgets overrun rather than guess
 EVAL_COST = 1 / 3  # a forward pass relative to a training step, per row
 WARMUP_SHARE = 0.1
+MAX_EXTENSIONS = 2  # a round that tells nothing gets at most twice its steps again
+MIN_LOSS_GAIN = 0.02  # "moved": 2% below the starting held-out loss
 # Candidates train on quarter-size batches: a budget of a few hundred rows then buys each
 # one 10-30 steps instead of 3-8, and the held-out loss only separates candidates once they
 # have moved. Small batches are noisier, which if anything penalises the too-large rates
@@ -126,21 +128,33 @@ def plan_schedule(n_candidates: int, train_rows: int, costs: Costs) -> Schedule:
 def successive_halving(
     lrs: tuple[float, ...], make_trial: Callable[[float], Trial], schedule: Schedule, cb: Callback
 ) -> list[Candidate]:
-    """Run the rounds; returns every candidate, the winner first."""
+    """Run the rounds; returns every candidate, the winner first.
+
+    A round tells something only once some candidate has moved the held-out loss below where
+    every candidate started: in the first few steps a good large rate often sits *above* the
+    start (the new head overshoots) while a too-small one has not moved at all, and ranking
+    then would keep the rates that learn nothing. So such a round is extended (the same extra
+    steps for every candidate) up to MAX_EXTENSIONS times, spending more than the budget only
+    when the budget was too small to tell.
+    """
     candidates = [Candidate(lr) for lr in lrs]
     trials = {c.lr: make_trial(c.lr) for c in candidates}
+    start_loss = trials[candidates[0].lr].score()[0]  # every candidate starts from these weights
     alive = list(candidates)
     for round_no, steps in enumerate(schedule.round_steps, 1):
-        for cand in alive:
-            if not trials[cand.lr].advance(steps, cb.should_cancel):
-                cand.diverged, cand.eval_loss = True, math.inf
-            else:
-                cand.eval_loss, cand.accuracy = trials[cand.lr].score()
-            cand.steps += steps
-            cand.rounds = round_no
-        alive.sort(key=lambda c: c.eval_loss)
+        for extension in range(MAX_EXTENSIONS + 1):
+            for cand in alive:
+                _advance(cand, trials[cand.lr], steps, round_no, cb)
+            alive.sort(key=lambda c: c.eval_loss)
+            if alive[0].eval_loss < start_loss * (1 - MIN_LOSS_GAIN) or extension == MAX_EXTENSIONS:
+                break
+            cb.on_log(
+                f"learning-rate search round {round_no}: no candidate is below the starting held-out "
+                f"loss ({start_loss:.3f}) yet; {steps} more steps each"
+            )
         cb.on_log(
-            f"learning-rate search round {round_no}/{len(schedule.round_steps)} ({steps} steps each): "
+            f"learning-rate search round {round_no}/{len(schedule.round_steps)} "
+            f"({alive[0].steps} steps each): "
             + ", ".join(f"{c.lr:g} → {'diverged' if c.diverged else f'{c.eval_loss:.3f}'}" for c in alive)
         )
         if round_no < len(schedule.round_steps):
@@ -150,6 +164,17 @@ def successive_halving(
             alive = alive[:keep]
     winner = alive[0]
     return [winner, *sorted((c for c in candidates if c is not winner), key=lambda c: c.lr)]
+
+
+def _advance(cand: Candidate, trial: Trial, steps: int, round_no: int, cb: Callback) -> None:
+    """Train one candidate ``steps`` more and score it (a diverged one stays diverged)."""
+    if not cand.diverged:
+        if trial.advance(steps, cb.should_cancel):
+            cand.eval_loss, cand.accuracy = trial.score()
+        else:
+            cand.diverged, cand.eval_loss = True, math.inf
+    cand.steps += steps
+    cand.rounds = round_no
 
 
 def holdout_split(labels: list[int], rows: int, seed: int) -> tuple[list[int], list[int]]:

@@ -176,7 +176,7 @@ class FixedTrial:
         return math.isfinite(self.losses[self.lr])
 
     def score(self) -> tuple[float, float]:
-        return self.losses[self.lr] / self.steps, 0.5
+        return (100.0 if not self.steps else self.losses[self.lr] / self.steps), 0.5
 
 
 def test_successive_halving_keeps_the_better_half_and_never_picks_a_diverged_rate() -> None:
@@ -188,6 +188,31 @@ def test_successive_halving_keeps_the_better_half_and_never_picks_a_diverged_rat
     by_lr = {c.lr: c for c in rest}
     assert by_lr[1e-1].diverged and by_lr[1e-1].rounds == 1
     assert by_lr[1e-4].rounds == 1 and by_lr[1e-3].rounds == 2
+
+
+class SlowStart(FixedTrial):
+    """Loss stays at the start for ``flat`` steps, then falls as ``losses`` say."""
+
+    def __init__(self, lr: float, losses: dict[float, float], flat: int) -> None:
+        super().__init__(lr, losses)
+        self.flat = flat
+
+    def score(self) -> tuple[float, float]:
+        if self.steps <= self.flat:
+            return (1.0 if self.lr < 1e-2 else 1.2), 0.5  # the large rate overshoots at first
+        return self.losses[self.lr] / self.steps, 0.5
+
+
+def test_a_round_where_nothing_moved_yet_is_extended_not_ranked() -> None:
+    losses = {1e-4: 9.0, 1e-3: 8.0, 1e-2: 2.0}
+    schedule = Schedule(round_steps=[2, 4], survivors=[3, 2], holdout_rows=32, budget=0)
+
+    def trial(lr: float) -> SlowStart:
+        return SlowStart(lr, losses, flat=3)
+
+    winner, *_ = successive_halving(tuple(losses), trial, schedule, Callback())
+    # Ranked after 2 steps, 1e-2 (overshooting, 1.2) would have been dropped first.
+    assert winner.lr == 1e-2 and winner.steps > 6
 
 
 def test_search_schedule_stays_within_its_budget() -> None:
