@@ -21,9 +21,13 @@ from backend.errors import DataError
 SUPPORTED_EXTENSIONS = (".csv", ".tsv", ".jsonl", ".json", ".parquet")
 _EXAMPLE_ROW = '{"text": "...", "label": "..."}'
 
-# pandas has no per-field limit; without this a long document (>128 KiB) in one
-# cell would fail to load. Raising a limit is harmless to other csv users.
-csv.field_size_limit(max(csv.field_size_limit(), 2**31 - 1))
+# The most characters one cell may hold. The models read at most 512 tokens (a few thousand
+# characters), so this is far beyond any real text, yet it stops one hostile 400 MB cell from
+# costing the web process 35 s and ~6 GB of memory while it is split, copied and measured.
+MAX_CELL_CHARS = 1_000_000
+# The csv module's default limit (128 KiB) would refuse real long documents; ours is the cap
+# above, so that the reader stops at the first oversized cell instead of holding all of it.
+csv.field_size_limit(max(csv.field_size_limit(), MAX_CELL_CHARS))
 
 
 def read_table(path: str | Path) -> pd.DataFrame:
@@ -54,7 +58,26 @@ def read_table(path: str | Path) -> pd.DataFrame:
     if len(df) == 0:
         found = f", only the columns {column_names(df.columns)}" if len(df.columns) else ""
         raise DataError(f"{p.name}: no data rows{found}; add rows with text and labels.")
+    _check_cell_sizes(p.name, df)
     return df
+
+
+def _too_long(where: str, chars: int | None = None) -> DataError:
+    size = f" has {chars:,} characters" if chars is not None else " is longer than the limit"
+    return DataError(
+        f"{where}: a cell{size}; the most one cell may hold is {MAX_CELL_CHARS:,} characters. "
+        "The models read at most 512 tokens (a few thousand characters), so shorten or split the text."
+    )
+
+
+def _check_cell_sizes(name: str, df: pd.DataFrame) -> None:
+    """DataError naming the first row whose cell is over ``MAX_CELL_CHARS`` (JSON, Parquet)."""
+    for column in df.columns:
+        lengths = df[column].map(lambda v: len(v) if isinstance(v, str) else 0)
+        over = lengths[lengths > MAX_CELL_CHARS]
+        if len(over):
+            row = int(over.index[0]) + 1
+            raise _too_long(f"{name}: data row {row}, column {str(column)!r}", int(over.iloc[0]))
 
 
 def file_sha256(path: str | Path) -> str:
@@ -78,7 +101,7 @@ def _read_bytes(p: Path) -> bytes:
         data = p.read_bytes()
     except OSError as exc:
         raise DataError(f"{p}: cannot read the file ({exc.strerror}).") from None
-    if not data.strip():
+    if not data or data.isspace():  # not data.strip(): that copies the whole file
         size = "0 bytes" if not data else "only whitespace"
         raise DataError(f"{p.name}: the file is empty ({size}); it needs a header and data rows.")
     return data
@@ -128,6 +151,8 @@ def _csv_records(name: str, text: str, delimiter: str) -> list[tuple[int, list[s
             if fields and (len(fields) > 1 or fields[0].strip()):  # pandas skips blanks
                 records.append((start, fields))
     except csv.Error as exc:
+        if "field larger than field limit" in str(exc):
+            raise _too_long(f"{name}: line {line}") from None
         raise DataError(
             f"{name}: line {line}: malformed quoting ({exc}); a field with quotes, "
             "separators or line breaks must be wrapped in double quotes, with any "
@@ -198,6 +223,8 @@ def _read_json(name: str, text: str) -> pd.DataFrame:
 def _loads(name: str, text: str, *, first_line: int) -> Any:
     try:
         return json.loads(text)
+    except RecursionError:  # json's C scanner stops at the interpreter's limit: ~1,000 levels
+        raise DataError(f"{name}: line {first_line}: JSON nested too deeply to be a table row.") from None
     except json.JSONDecodeError as exc:
         raise DataError(
             f"{name}: not valid JSON at line {first_line + exc.lineno - 1}, column "

@@ -23,6 +23,7 @@ from backend.data import (
     read_table,
     to_hf_dataset,
 )
+from backend.data_read import MAX_CELL_CHARS
 from backend.data_stats import summarize
 from backend.errors import ConfigError, DataError
 
@@ -347,6 +348,21 @@ READ_ERRORS = {
         r"d\.csv: line 3: malformed quoting",
     ),
     "wrong separator": ("d.csv", b"text;label\nx;a\n", r"separated by ';'"),
+    "csv cell over the size limit": (
+        "d.csv",
+        b"text,label\nok,a\n" + b"x" * (MAX_CELL_CHARS + 1) + b",b\n",
+        r"d\.csv: line 3: a cell is longer than the limit; the most one cell may hold is 1,000,000",
+    ),
+    "jsonl cell over the size limit": (
+        "d.jsonl",
+        b'{"text": "ok", "label": 1}\n{"text": "' + b"x" * (MAX_CELL_CHARS + 1) + b'", "label": 2}\n',
+        r"d\.jsonl: data row 2, column 'text': a cell has 1,000,001 characters",
+    ),
+    "deeply nested json line": (
+        "d.jsonl",
+        b'{"text": "ok", "label": 1}\n{"text": ' + b"[" * 100_000 + b"]" * 100_000 + b', "label": 2}\n',
+        r"d\.jsonl: line 2: JSON nested too deeply",
+    ),
     "unsupported extension": (
         "d.xlsx",
         b"whatever",
