@@ -297,13 +297,20 @@ class Workbench:
         )
 
     def _queue(self, job: Job) -> int:
-        with self.db.write() as session:
-            session.add(job)
+        columns = (c.key for c in Job.__table__.columns)
+        fields = {key: value for key in columns if (value := getattr(job, key)) is not None}
+
+        def insert(session: Any) -> int:
+            row = Job(**fields)  # a fresh object each attempt: a rolled-back one is spent
+            session.add(row)
             session.flush()  # assigns the id the folders are named after
-            folder = self.settings.artifacts_dir / f"job-{job.id}"
-            job.artifact_dir, job.log_path = str(folder), str(folder / "job.log")
+            folder = self.settings.artifacts_dir / f"job-{row.id}"
+            row.artifact_dir, row.log_path = str(folder), str(folder / "job.log")
+            return int(row.id)
+
+        job_id = self.db.write_for_request(insert, what="queueing the job")
         wake_local_supervisors()  # the app's own supervisor starts it now, not at its next poll
-        return job.id
+        return job_id
 
     def _job(self, session: Any, job_id: int) -> Job:
         job = session.get(Job, job_id)

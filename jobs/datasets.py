@@ -89,7 +89,8 @@ def register(
     if existing is not None and Path(existing.path).is_file():
         return as_dict(existing)
     stored = store_file(source, datasets_dir, sha256)
-    with db.write() as session:
+
+    def record(session: Any) -> dict[str, Any]:
         # Looked up again inside the write lock: a concurrent upload may have won.
         row = session.scalar(select(Dataset).where(Dataset.sha256 == sha256, Dataset.mapping_key == key))
         if row is None:
@@ -111,6 +112,8 @@ def register(
         elif not Path(row.path).is_file():
             row.path = str(stored)  # the stored copy was removed by hand: use the new one
         return as_dict(row)
+
+    return db.write_for_request(record, what=f"storing the dataset {source.name}")
 
 
 def list_all(db: Database) -> list[dict[str, Any]]:

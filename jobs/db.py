@@ -30,14 +30,23 @@ from sqlalchemy.engine import URL, Connection, Engine, make_url
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session
 
+from backend.errors import WorkbenchError
 from jobs import migrations
 
 BUSY_TIMEOUT_MS = 30_000
 RETRY_ATTEMPTS = 6  # with the delays below: about 15 s of waiting on top of the busy timeouts
 RETRY_FIRST_DELAY = 0.5
 RETRY_MAX_DELAY = 8.0
+# A person's request (queue a job, store a dataset, cancel) waits through this many busy
+# timeouts before it is refused: a lock held for 40 s (a backup, a long migration) then costs a
+# slow click, not a failed one.
+REQUEST_ATTEMPTS = 3
 T = TypeVar("T")
 log = logging.getLogger("jobs.db")
+
+
+class DatabaseBusy(WorkbenchError):
+    """A person's request could not be written: the database stayed locked (nothing changed)."""
 
 
 def is_transient(exc: BaseException) -> bool:
@@ -152,6 +161,26 @@ class Database:
         """A session inside one write transaction (``BEGIN IMMEDIATE`` on SQLite)."""
         with Session(self._write_engine, expire_on_commit=False) as session, session.begin():
             yield session
+
+    def write_for_request(self, body: Callable[[Session], T], *, what: str) -> T:
+        """``body(session)`` in one write transaction, tried again (from the start: the failed
+        transaction was rolled back) while the database is locked. When it stays locked, a
+        ``DatabaseBusy`` says that nothing was done instead of a raw driver error."""
+
+        def attempt() -> T:
+            with self.write() as session:
+                return body(session)
+
+        try:
+            return retry(attempt, what=what, attempts=REQUEST_ATTEMPTS)
+        except OperationalError as exc:
+            if not is_transient(exc):
+                raise
+            waited = REQUEST_ATTEMPTS * busy_timeout_ms(self.url) / 1000
+            raise DatabaseBusy(
+                f"the database stayed locked by another process for over {waited:.0f} s, so {what} "
+                "was not done and nothing was saved; try again in a minute."
+            ) from None
 
     def dispose(self) -> None:
         """Close pooled connections (tests, and before a process exits)."""

@@ -260,7 +260,8 @@ def tidy_succeeded(out_dir: Path) -> None:
 
 def request_cancel(db: Database, job_id: int) -> str:
     """Cancel a queued job at once, or ask a running one to stop; returns the new status."""
-    with db.write() as session:
+
+    def cancel(session: Session) -> str:
         job = session.get(Job, job_id)
         if job is None:
             raise ConfigError(f"no job {job_id}")
@@ -271,6 +272,8 @@ def request_cancel(db: Database, job_id: int) -> str:
         else:
             raise ConfigError(f"job {job_id} already finished ({job.status}); nothing to cancel")
         return job.status
+
+    return db.write_for_request(cancel, what=f"cancelling job {job_id}")
 
 
 def running_jobs(db: Database) -> list[Job]:

@@ -19,7 +19,7 @@ import pytest
 from backend.api import Workbench
 from backend.settings import Settings
 from jobs import queue
-from jobs.db import sqlite_file
+from jobs.db import DatabaseBusy, sqlite_file
 from jobs.supervisor import Supervisor
 from tests.jobs.conftest import (
     kill_workers,
@@ -74,3 +74,41 @@ def hold_write_lock(path: Path, release: threading.Event) -> None:
         conn.execute("ROLLBACK")
     finally:
         conn.close()
+
+
+def held_lock(db_file: Path, seconds: float) -> threading.Thread:
+    """Hold the write lock for ``seconds`` from now (in a thread)."""
+    release = threading.Event()
+    holder = threading.Thread(target=hold_write_lock, args=(db_file, release), daemon=True)
+    holder.start()
+    threading.Timer(seconds, release.set).start()
+    time.sleep(0.2)  # the lock is taken
+    return holder
+
+
+def test_a_submission_waits_out_a_lock_longer_than_the_busy_timeout(
+    bench: Workbench, data_dir: Path, settings: Settings
+) -> None:
+    db_file = sqlite_file(settings.db_url)
+    assert db_file is not None
+    before = len(bench.list_jobs())
+    holder = held_lock(db_file, 2.5)  # 2.5 busy timeouts: the first attempt fails
+    started = time.monotonic()
+    job_id = bench.submit(quick_job(data_dir / "tiny.csv"))
+    assert time.monotonic() - started >= 1.5
+    holder.join(timeout=10)
+    assert [j["id"] for j in bench.list_jobs()] == [job_id] and len(bench.list_jobs()) == before + 1
+    assert bench.cancel(job_id)["status"] == "cancelled"
+
+
+def test_a_lock_that_outlasts_every_attempt_is_a_clear_error_and_changes_nothing(
+    bench: Workbench, data_dir: Path, settings: Settings
+) -> None:
+    db_file = sqlite_file(settings.db_url)
+    assert db_file is not None
+    bench.register_dataset(data_dir / "tiny.csv")  # the dataset row exists; only the job is new
+    holder = held_lock(db_file, 7.0)  # 3 attempts of 1 s plus 1.5 s of waits: all fail
+    with pytest.raises(DatabaseBusy, match=r"locked by another process for over 3 s, so queueing the job"):
+        bench.submit(quick_job(data_dir / "tiny.csv"))
+    holder.join(timeout=20)
+    assert bench.list_jobs() == []
