@@ -215,7 +215,14 @@ def save(directory: Path, fitter: Fitter, epoch: int) -> None:
         name += "-1"  # the same epoch saved again: never touch the live folder
     tmp = directory / (name + TMP)
     tmp.mkdir()
-    _write_files(tmp, fitter, epoch)
+    try:
+        _write_files(tmp, fitter, epoch)
+    except OSError:
+        # A full disk: give back what this save took at once, so that the job's failure can
+        # still be written (the database and the log live on the same disk). The live
+        # checkpoint is untouched.
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
     os.rename(tmp, directory / name)
     _fsync_path(directory)
     _switch_pointer(directory, name)

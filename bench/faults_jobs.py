@@ -248,15 +248,11 @@ def small_disk(folder: Path, megabytes: int) -> Iterator[Path | None]:
 def fill(folder: Path) -> Path:
     """Write a filler file until the disk is full; returns it."""
     filler = folder / "filler.bin"
-    with filler.open("wb") as fh:
-        with contextlib.suppress(OSError):
-            while True:
-                fh.write(b"\0" * (1 << 20))
-                fh.flush()
-        with contextlib.suppress(OSError):
-            while True:
-                fh.write(b"\0" * 4096)
-                fh.flush()
+    with contextlib.suppress(OSError), filler.open("wb", buffering=0) as fh:
+        for size in (1 << 20, 4096, 1):
+            with contextlib.suppress(OSError):
+                while True:
+                    fh.write(b"\0" * size)
     return filler
 
 
@@ -289,7 +285,7 @@ def full_disk(root: Path) -> Result:
             wait_running_step(bench, job_id)
             filler = fill(disk)
             time.sleep(15)
-            filler.unlink()
+            filler.unlink(missing_ok=True)
             job = wait_status(bench, job_id, timeout=900)
             reason = (job["error"] or "").splitlines()[0][:160] if job["error"] else ""
             if job["status"] != "succeeded":

@@ -8,6 +8,7 @@ kills them, so each of the many kills costs milliseconds instead of a Python sta
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import random
@@ -309,6 +310,26 @@ def test_kills_during_checkpoint_writes_always_leave_a_resumable_checkpoint(
             server.close()
     assert epoch > 1 + KILLS // 4, "the writers hardly ever completed a save"
     assert interrupted >= KILLS // 4, f"only {interrupted} of {KILLS} kills landed inside a save"
+
+
+def test_a_save_that_fills_the_disk_gives_its_space_back(
+    fitter: Fitter, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    directory = tmp_path / "checkpoint"
+    stamp(fitter, 1)
+    checkpoint.save(directory, fitter, 1)
+
+    def full_disk() -> None:  # called after the weights and optimizer files are written
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(checkpoint, "_rng_json", full_disk)
+    stamp(fitter, 2)
+    with pytest.raises(OSError, match="No space left"):
+        checkpoint.save(directory, fitter, 2)
+    # The half-written epoch 2 is gone at once (not at the next save); epoch 1 is still whole.
+    assert sorted(p.name for p in directory.iterdir()) == [checkpoint.POINTER, "epoch-0001"]
+    monkeypatch.undo()
+    assert assert_resumable(directory, fitter, 1) == 1
 
 
 def test_a_flat_checkpoint_of_older_versions_still_resumes_and_is_replaced(
