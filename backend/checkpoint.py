@@ -217,10 +217,10 @@ def save(directory: Path, fitter: Fitter, epoch: int) -> None:
     tmp.mkdir()
     try:
         _write_files(tmp, fitter, epoch)
-    except OSError:
-        # A full disk: give back what this save took at once, so that the job's failure can
-        # still be written (the database and the log live on the same disk). The live
-        # checkpoint is untouched.
+    except BaseException:
+        # A full disk (OSError, or safetensors' own SafetensorError): give back what this save
+        # took at once, so that the job's failure can still be written (the database and the
+        # log live on the same disk). The live checkpoint is untouched.
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     os.rename(tmp, directory / name)

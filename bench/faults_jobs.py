@@ -278,7 +278,7 @@ def full_disk(root: Path) -> Result:
             job_id = bench.submit(lora_job(data, epochs=2, method="full"))
             job = wait_status(bench, job_id, timeout=900)
             ok += job["status"] == "failed" and "space" in (job["error"] or "").lower()
-            notes.append(f"full fine-tuning: {job['status']}: {(job['error'] or '').splitlines()[0][:160]}")
+            notes.append(f"full fine-tuning: {job['status']}: {(job['error'] or '').splitlines()[0][:240]}")
             # Room for LoRA again: the failed run's files go when the job is deleted.
             bench.delete(job_id)
             job_id = bench.submit(lora_job(data, epochs=6))
@@ -287,7 +287,10 @@ def full_disk(root: Path) -> Result:
             time.sleep(15)
             filler.unlink(missing_ok=True)
             job = wait_status(bench, job_id, timeout=900)
-            reason = (job["error"] or "").splitlines()[0][:160] if job["error"] else ""
+            reason = (job["error"] or "").splitlines()[0][:240] if job["error"] else ""
+            if reason:  # what the worker itself said last
+                tail = [line[20:200] for line in bench.get_job(job_id, log_tail=4)["log"]]
+                reason += f" (its log ends: {' / '.join(tail)})"
             if job["status"] != "succeeded":
                 job = wait_status(bench, bench.resume(job_id), timeout=900)
             check = integrity(settings.db_url)

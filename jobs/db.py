@@ -53,7 +53,8 @@ def is_transient(exc: BaseException) -> bool:
     """A fault that may well be gone in a moment: a busy/locked database, a full disk."""
     if isinstance(exc, OperationalError):
         text = str(exc.orig if exc.orig is not None else exc).lower()
-        return "locked" in text or "busy" in text
+        # "database or disk is full" (SQLITE_FULL): space may come back, as a lock is released
+        return "locked" in text or "busy" in text or "disk is full" in text
     return isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT)
 
 

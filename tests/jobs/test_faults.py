@@ -44,6 +44,8 @@ def test_retry_retries_transient_faults_only() -> None:
 
     assert retry(flaky, what="test", first_delay=0.01) == "done" and len(calls) == 3
     assert is_transient(locked()) and not is_transient(OSError(errno.EACCES, "denied"))
+    full = OperationalError("INSERT", {}, Exception("database or disk is full"))
+    assert is_transient(full) and not is_transient(OperationalError("SELECT", {}, Exception("no such table")))
     with pytest.raises(OperationalError):
         retry(lambda: (_ for _ in ()).throw(locked()), what="test", attempts=2, first_delay=0.01)
     with pytest.raises(ValueError):  # not transient: raised at once
