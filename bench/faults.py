@@ -44,23 +44,22 @@ def job_cases(args: argparse.Namespace, root: Path) -> dict[str, Callable[[], di
     }
 
 
-def server_cases(wanted: list[str], root: Path) -> dict[str, dict[str, Any]]:
-    """One app server for the three server cases; a LoRA job trains through all of them."""
+def server_cases(wanted: list[str], root: Path, keep: Callable[[str, dict[str, Any]], None]) -> None:
+    """One app server for the three server cases; a LoRA job trains through all of them. Each
+    result is kept as soon as it is measured."""
     server = start_server(root / "server")
-    done: dict[str, dict[str, Any]] = {}
     try:
         api = faults_server.client(server)
         dataset, job = faults_server.start_training(api, root)
         if "submit" in wanted:
-            done["submit"] = faults_server.parallel_submissions(server, api, dataset, 50)
+            keep("submit", faults_server.parallel_submissions(server, api, dataset, 50))
         if "poll" in wanted:
-            done["poll"] = faults_server.polling(server, job, sessions=4, seconds=60)
+            keep("poll", faults_server.polling(server, job, sessions=4, seconds=60))
         if "uploads" in wanted:
-            done["uploads"] = faults_server.hostile_uploads(server, api, root)
+            keep("uploads", faults_server.hostile_uploads(server, api, root))
         api.predict(job_id=job, api_name="/cancel")
     finally:
         stop_server(server)
-    return done
 
 
 def render(results: dict[str, dict[str, Any]]) -> str:
@@ -119,8 +118,7 @@ def main() -> int:
             print(f"{key} ...", flush=True)
             keep(key, case())
     if SERVER_CASES & set(wanted):
-        for key, outcome in server_cases([k for k in ORDER if k in wanted], root).items():
-            keep(key, outcome)
+        server_cases(wanted, root, keep)
     print(REPORT.read_text())
     return 0
 

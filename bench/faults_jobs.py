@@ -288,9 +288,6 @@ def full_disk(root: Path) -> Result:
             filler.unlink(missing_ok=True)
             job = wait_status(bench, job_id, timeout=900)
             reason = (job["error"] or "").splitlines()[0][:240] if job["error"] else ""
-            if reason:  # what the worker itself said last
-                tail = [line[20:200] for line in bench.get_job(job_id, log_tail=4)["log"]]
-                reason += f" (its log ends: {' / '.join(tail)})"
             if job["status"] != "succeeded":
                 job = wait_status(bench, bench.resume(job_id), timeout=900)
             check = integrity(settings.db_url)

@@ -350,9 +350,22 @@ PUBLIC = (
 )
 
 
+# Endpoints that read or write whole files (parse and validate a dataset, build a zip). They
+# share two slots: run 50 at once and their CPU work starves the server's event loop, so
+# callers time out before their request is even queued (bench/faults.py: 13 of 50 parallel
+# /launch calls got ReadTimeout though their jobs were recorded). Queued, each gets its answer.
+HEAVY = ("upload_dataset", "launch", "export", "compare")
+HEAVY_SLOTS = 2
+
+
 def register(endpoints: Endpoints) -> None:
     """Publish the endpoints (call inside the Blocks context)."""
     for name in PUBLIC:
-        # Concurrency: reads are cheap and may run side by side; the Workbench locks
-        # what must not (model loading).
-        gr.api(_as_api_error(getattr(endpoints, name), endpoints), api_name=name, concurrency_limit=None)
+        # Reads are cheap and may run side by side; the Workbench locks what must not (model
+        # loading).
+        limit = {"concurrency_limit": HEAVY_SLOTS, "concurrency_id": "heavy"} if name in HEAVY else {}
+        gr.api(
+            _as_api_error(getattr(endpoints, name), endpoints),
+            api_name=name,
+            **({"concurrency_limit": None} | limit),
+        )

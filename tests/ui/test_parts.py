@@ -431,3 +431,34 @@ def test_limit_flags_take_whole_numbers_of_at_least_one(
     with pytest.raises(SystemExit):
         parser.parse_args([flag, "0"])
     assert f"{flag} must be a whole number of at least 1" in capsys.readouterr().err
+
+
+def test_the_runs_tick_sends_only_what_changed(tmp_path: Path, tiny_csv: Path) -> None:
+    """Every value a tick sends makes each open page redraw; unchanged parts must be skipped."""
+
+    def skipped(value: Any) -> bool:  # Gradio's "leave this output alone": {"__type__": "update"}
+        return isinstance(value, dict) and value == gr.skip()
+
+    from jobs.queue import request_cancel
+    from ui.endpoints import Endpoints
+    from ui.tabs.runs import _Handlers
+
+    data = tmp_path / "data"
+    bench = Workbench(
+        Settings(
+            data_dir=data, models_cache=Settings.from_env().models_cache, db_url=f"sqlite:///{data / 'w.db'}"
+        )
+    )
+    handlers = _Handlers(Endpoints(bench))
+    job_id = bench.submit({"data": str(tiny_csv), "method": "lora", "epochs": 1, "max_length": 16})
+    first = handlers.tick(None, None)
+    assert not any(map(skipped, first[:-1]))  # a new page: everything
+    again = handlers.tick(None, first[-1])
+    assert all(map(skipped, again[:-1]))  # nothing moved: nothing sent
+    request_cancel(bench.db, job_id)  # the table changes, the (empty) details do not
+    moved = handlers.tick(None, again[-1])
+    assert isinstance(moved[0], str) and "cancelled" in moved[0]
+    assert all(map(skipped, moved[1:-1]))
+    shown = handlers.tick(job_id, moved[-1])  # a job picked: its details are sent
+    assert "cancelled" in str(shown[1]) and not skipped(shown[3])
+    assert all(map(skipped, handlers.tick(job_id, shown[-1])[3:9]))

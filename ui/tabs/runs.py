@@ -82,6 +82,9 @@ def actions(status: str | None) -> tuple[Any, Any, Any]:
     )
 
 
+PICK_A_JOB = "Click a job in the table to see its curves, log and actions."
+
+
 def nothing_selected(text: str) -> tuple[Any, ...]:
     """Detail outputs when no job is shown: a hint, empty curves and log, no actions."""
     return (text, "", None, *evaluation(None, sweep=False), *search_chart(None), "", *actions(None), None)
@@ -112,33 +115,36 @@ class _Handlers:
     def __init__(self, endpoints: Endpoints) -> None:
         self.endpoints = endpoints
 
-    def tick(self, selected: int | None, last: tuple[Any, ...] | None) -> tuple[Any, ...]:
+    def tick(self, selected: int | None, last: dict[str, Any] | None) -> tuple[Any, ...]:
         """Refresh the table and, when a job is selected, its details.
 
-        Curves and log are only sent when the job moved since the last tick (``last``
-        is the job's progress signature), so an idle page costs one small query.
+        Only what changed since the last tick is sent (``last`` holds the table's text and the
+        shown job's progress signature): every value sent makes each open page redraw, and
+        redrawing unchanged plots every 2 s cost a browser page about a third of a CPU core.
         """
+        previous = last or {}
         jobs = self.endpoints.jobs()
-        table = tables.to_html(
+        html = tables.to_html(
             tables.runs_table(jobs),
             keys=[j["id"] for j in jobs],
             selected=selected,
             empty="No jobs yet: launch one on the Train tab.",
         )
+        table = gr.skip() if previous.get("table") == html else html
         if selected is None:
-            return (table, *nothing_selected("Click a job in the table to see its curves, log and actions."))
+            return self._nothing(table, html, previous, PICK_A_JOB)
         try:
             job = self.endpoints.job(int(selected), log_tail=LOG_LINES)
         except Exception:  # noqa: BLE001 - deleted in another browser: forget it
-            return (table, *nothing_selected("The selected job no longer exists."))
-        signature = (
+            return self._nothing(table, html, previous, "The selected job no longer exists.")
+        signature = [
             job["status"],
             job.get("step"),
             job.get("epoch"),
             len(job["log"]),
             job["log"][-1] if job["log"] else "",
-        )
-        if signature == (tuple(last) if last else None):
+        ]
+        if signature == previous.get("job"):
             curves: tuple[Any, ...] = (gr.skip(),) * 6
         else:
             curves = (
@@ -147,7 +153,16 @@ class _Handlers:
                 *search_chart(job),
                 "\n".join(job["log"]),
             )
-        return (table, summary(job), error_text(job), *curves, *actions(job["status"]), signature)
+        state = {"table": html, "job": signature}
+        return (table, summary(job), error_text(job), *curves, *actions(job["status"]), state)
+
+    @staticmethod
+    def _nothing(table: Any, html: str, previous: dict[str, Any], hint: str) -> tuple[Any, ...]:
+        """No job shown: the empty details once, then nothing until that changes."""
+        details = nothing_selected(hint)[:-1]
+        if previous.get("job") == hint:
+            details = (gr.skip(),) * len(details)
+        return (table, *details, {"table": html, "job": hint})
 
     def select(self, evt: gr.SelectData) -> Any:
         """The job id of the clicked table row (see SELECT_ROW_JS)."""
