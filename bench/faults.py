@@ -36,9 +36,9 @@ SERVER_CASES = {"submit", "poll", "uploads"}
 FIXED = [
     "- a submission during a 40 s lock failed after the 30 s busy timeout with a raw "
     "OperationalError (requests now wait through three timeouts, then get a clear DatabaseBusy);",
-    "- full fine-tuning on a full disk left its half-written checkpoint behind, so the failure "
-    "could not be recorded and the job stayed running (a failed save now removes its folder; "
-    '"database or disk is full" is retried);',
+    "- full fine-tuning on a full disk left its half-written checkpoint filling the disk, so "
+    'the supervisor\'s every attempt to record the failure met "database or disk is full" '
+    "(a failed save now removes its folder; that error is retried like a lock);",
     "- 13 of 50 parallel /launch calls timed out on the client while their jobs were recorded: "
     "50 file-reading handlers at once starved the server's event loop (they now share two slots);",
     "- a 400 MB cell cost the web process 35 s and 5.8 GB, and a deeply nested JSON line escaped "
