@@ -178,6 +178,11 @@ class Database:
             if not is_transient(exc):
                 raise
             waited = REQUEST_ATTEMPTS * busy_timeout_ms(self.url) / 1000
+            if "disk is full" in str(exc).lower():  # the other transient fault: name it
+                raise DatabaseBusy(
+                    f"the disk holding the database is full, so {what} was not done and nothing "
+                    "was saved; free some space and try again."
+                ) from None
             raise DatabaseBusy(
                 f"the database stayed locked by another process for over {waited:.0f} s, so {what} "
                 "was not done and nothing was saved; try again in a minute."
