@@ -22,6 +22,7 @@ run: install
 	$(PY) app.py $(ARGS)
 
 test: install browser
+	$(VENV)/bin/lint-imports
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 lint: install

@@ -13,7 +13,7 @@ def main(argv: list[str] | None = None) -> int:
 
     settings = Settings.from_env()
     apply_environment(settings)  # before transformers/gradio are imported
-    from backend.cli import build_parser, run_command
+    from service.cli import build_parser, run_command
     from ui.server import add_server_arguments, run_app
 
     parser = build_parser()

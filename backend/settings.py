@@ -109,5 +109,5 @@ def apply_environment(settings: Settings) -> None:
         os.environ.setdefault(key, value)
     # bitsandbytes warns at import, on CPUs with AVX512-BF16, that it cannot fetch an optional
     # kernel from the hub; we never use that kernel (4-bit layers run with the bf16 path off,
-    # see backend.models), so the line is only noise in every job's log.
+    # see backend.catalogue), so the line is only noise in every job's log.
     logging.getLogger("bitsandbytes.backends.cpu.ops").setLevel(logging.ERROR)

@@ -24,11 +24,11 @@ from typing import Any
 import torch
 from safetensors.torch import load_file
 
-from backend import checkpoint
-from backend.api import Workbench
 from backend.settings import Settings
+from backend.training import checkpoint
 from jobs.db import sqlite_file
 from jobs.supervisor import Supervisor
+from service.api import Workbench
 from tests.conftest import sentiment_rows, write_csv
 from tests.jobs.conftest import kill_workers, make_settings, wait_for, wait_running_step, wait_status
 from tests.jobs.test_db_locked import hold_write_lock

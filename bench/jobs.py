@@ -32,13 +32,13 @@ import psutil
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from backend.api import Workbench  # noqa: E402 - needs the path above
-from backend.callbacks import StepInfo  # noqa: E402
 from backend.settings import Settings, apply_environment  # noqa: E402
+from backend.training.callbacks import StepInfo  # noqa: E402
 from jobs.runner import WORKER_NICENESS  # noqa: E402
 from jobs.schema import FINISHED, RUNNING, Job  # noqa: E402
 from jobs.supervisor import Supervisor  # noqa: E402
 from jobs.worker import JobLog, JobReporter  # noqa: E402
+from service.api import Workbench  # noqa: E402 - needs the path above
 
 SST2 = ROOT.parent / "shared" / "data" / "sst2" / "train.csv"
 
@@ -79,8 +79,8 @@ def train_args(data: Path, epochs: int) -> list[str]:
 def warm_up() -> None:
     """Import what ``submit`` needs once, as the app does at start-up, so the first timed
     job does not pay for importing transformers in this process."""
-    from backend.models import DEFAULT_MODEL, model_info
-    from backend.train import load_data  # noqa: F401 - the import is the point
+    from backend.catalogue import DEFAULT_MODEL, model_info
+    from backend.training.config import load_data  # noqa: F401 - the import is the point
 
     model_info(DEFAULT_MODEL)
 
@@ -117,7 +117,7 @@ def run_direct(data: Path, epochs: int, out: Path) -> dict[str, Any]:
 
 def run_job(data: Path, epochs: int, settings: Settings) -> dict[str, Any]:
     """submit -> supervisor (in this process) -> worker -> database; wall time to the end."""
-    from backend.cli import build_parser, train_config_from_args
+    from service.cli import build_parser, train_config_from_args
 
     bench = Workbench(settings)
     cfg = train_config_from_args(

@@ -82,13 +82,12 @@ def probe_cached_vs_naive(train: Path, epochs: int) -> dict[str, Any]:
     import torch
     from transformers import get_linear_schedule_with_warmup
 
-    from backend.batching import Encoded
+    from backend.catalogue import load_tokenizer, model_info
+    from backend.data.batching import Encoded
     from backend.methods.probe import Config
-    from backend.models import load_tokenizer, model_info
-    from backend.probe_head import ProbeHead, pool
-    from backend.probing import compute_features, load_encoder, train_head
-    from backend.train import load_data
-    from backend.train_config import TrainConfig
+    from backend.methods.probe_head import ProbeHead, pool
+    from backend.probing.run import compute_features, load_encoder, train_head
+    from backend.training.config import TrainConfig, load_data
 
     dev = str(SST2 / "dev.csv")
     cfg = TrainConfig(data=str(train), eval_data=dev, method="probe", epochs=epochs, lr=None)
@@ -166,9 +165,9 @@ def probe_cached_vs_naive(train: Path, epochs: int) -> dict[str, Any]:
 
 def lora_setup(train: Path) -> tuple[Any, Any, Any, Any]:
     """The LoRA r=8 one-epoch configuration, data, model facts and tokenizer (seeded)."""
-    from backend.models import load_tokenizer, model_info
-    from backend.train import load_data, seed_everything
-    from backend.train_config import TrainConfig
+    from backend.catalogue import load_tokenizer, model_info
+    from backend.training.config import TrainConfig, load_data
+    from backend.training.runtime import seed_everything
 
     cfg = TrainConfig(data=str(train), eval_data=str(SST2 / "dev.csv"), method="lora", epochs=1, lr=None)
     data, info = load_data(cfg), model_info(cfg.model)
@@ -179,8 +178,10 @@ def lora_setup(train: Path) -> tuple[Any, Any, Any, Any]:
 
 def lora_fitter(train: Path, pad_to: int | None) -> dict[str, Any]:
     """(b) One LoRA epoch through our loop, with dynamic padding or padding to ``pad_to``."""
-    from backend.callbacks import Callback
-    from backend.train import Encoded, Fitter, build_model, pick_device
+    from backend.data.batching import Encoded
+    from backend.training.callbacks import Callback
+    from backend.training.loop import Fitter, build_model
+    from backend.training.runtime import pick_device
 
     cfg, data, info, tok = lora_setup(train)
     model = build_model(cfg, info, data.label_names, tok.pad_token_id)
@@ -204,7 +205,7 @@ def bare_peft_loop(train: Path) -> dict[str, Any]:
     from peft import LoraConfig, TaskType, get_peft_model
     from transformers import AutoModelForSequenceClassification, get_linear_schedule_with_warmup
 
-    from backend.batching import Encoded
+    from backend.data.batching import Encoded
 
     cfg, data, info, tok = lora_setup(train)
     base = AutoModelForSequenceClassification.from_pretrained(info.path, num_labels=2)
@@ -226,7 +227,7 @@ def bare_peft_loop(train: Path) -> dict[str, Any]:
 
 
 def count_speed() -> dict[str, float]:
-    from backend.params import count_parameters
+    from backend.training.params import count_parameters
 
     t0 = time.perf_counter()
     count_parameters("all-MiniLM-L6-v2", "lora", {"rank": 8})

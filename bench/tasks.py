@@ -80,8 +80,8 @@ def done_runs() -> dict[tuple[str, str, str, int], dict[str, Any]]:
 
 
 def run_one(dataset: str, method: str, config: str, seed: int, train: Path, out: Path) -> dict[str, Any]:
-    from backend.train import run_training
-    from backend.train_config import TrainConfig
+    from backend.run import run_training
+    from backend.training.config import TrainConfig
 
     split, _ = DATASETS[dataset]
     settings = {"method_config": VARIANTS[config][1]} if config in VARIANTS else CONFIGS[config]

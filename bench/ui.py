@@ -32,8 +32,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from backend.api import Workbench  # noqa: E402
 from backend.settings import Settings  # noqa: E402
+from service.api import Workbench  # noqa: E402
 
 WORDS = {
     "pos": ["great", "wonderful", "moving", "superb", "fun"],

@@ -16,7 +16,7 @@ from typing import Any
 
 from sqlalchemy import or_, select
 
-from backend.data import ColumnMapping, file_sha256
+from backend.data.prepare import ColumnMapping, file_sha256
 from backend.errors import ConfigError
 from jobs.db import Database
 from jobs.schema import QUEUED, RUNNING, Dataset, Job

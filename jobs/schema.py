@@ -30,7 +30,7 @@ from sqlalchemy import (
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-from backend.callbacks import SUMMARY_METRICS
+from backend.training.callbacks import SUMMARY_METRICS
 
 QUEUED, RUNNING, SUCCEEDED, FAILED, CANCELLED = (
     "queued",

@@ -40,9 +40,9 @@ from typing import Any, TextIO
 from sqlalchemy import insert, select, update
 from sqlalchemy.exc import OperationalError, SQLAlchemyError
 
-from backend.callbacks import Callback, EpochInfo, StepInfo, TrainingCancelled
 from backend.errors import WorkbenchError
 from backend.settings import Settings, apply_environment
+from backend.training.callbacks import Callback, EpochInfo, LayerInfo, StepInfo, TrainingCancelled
 from jobs import queue
 from jobs.db import Database, retry
 from jobs.runner import EXIT_NOT_RECORDED, process_start_time
@@ -146,18 +146,20 @@ class JobReporter(Callback):
 
     def on_epoch(self, info: EpochInfo) -> None:
         now, m = time.time(), info.metrics
-        if "layer" in info.extra:  # a probe sweep: one best-epoch result per layer, keyed by layer
-            layer = int(info.extra["layer"])
-            self._add(info.step, layer, "layer_accuracy", m["accuracy"], now)
-            self._add(info.step, layer, "layer_macro_f1", m["macro_f1"], now)
-        else:
-            self._add(info.step, info.epoch, "eval_accuracy", m["accuracy"], now)
-            self._add(info.step, info.epoch, "eval_macro_f1", m["macro_f1"], now)
-            self._add(info.step, info.epoch, "eval_loss", m["eval_loss"], now)
-            self._add(info.step, info.epoch, "epoch_train_loss", info.train_loss, now)
+        self._add(info.step, info.epoch, "eval_accuracy", m["accuracy"], now)
+        self._add(info.step, info.epoch, "eval_macro_f1", m["macro_f1"], now)
+        self._add(info.step, info.epoch, "eval_loss", m["eval_loss"], now)
+        self._add(info.step, info.epoch, "epoch_train_loss", info.train_loss, now)
         self._fields.update(epoch=info.epoch, total_epochs=info.total_epochs)
-        if not self._fields.get("total_steps"):  # probe sweeps: progress by layer
-            self._fields["progress"] = info.epoch / max(info.total_epochs, 1)
+        self.flush()
+
+    def on_layer(self, info: LayerInfo) -> None:
+        # TODO(layer column): stored in the epoch column until the schema has a layer field.
+        now, m = time.time(), info.metrics
+        self._add(info.done, info.layer, "layer_accuracy", m["accuracy"], now)
+        self._add(info.done, info.layer, "layer_macro_f1", m["macro_f1"], now)
+        self._fields.update(epoch=info.done, total_epochs=info.total)
+        self._fields["progress"] = info.done / max(info.total, 1)  # a sweep's progress is by layer
         self.flush()
 
     def on_checkpoint(self, epoch: int, path: str) -> None:
@@ -344,8 +346,8 @@ def final_fields(summary: dict[str, Any], out_dir: Path) -> dict[str, Any]:
 
 def train(job: Job, settings: Settings, reporter: JobReporter) -> dict[str, Any]:
     """Run the training core for ``job`` (checkpoints per epoch, resume if asked)."""
-    from backend.train import run_training
-    from backend.train_config import TrainConfig
+    from backend.run import run_training
+    from backend.training.config import TrainConfig
 
     cfg = TrainConfig.from_dict(job.config)
     out_dir = Path(job.artifact_dir or settings.artifacts_dir / f"job-{job.id}")

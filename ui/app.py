@@ -12,7 +12,7 @@ from typing import Any
 
 import gradio as gr
 
-from backend.api import Workbench
+from service.api import Workbench
 from ui import endpoints as api_endpoints
 from ui.endpoints import Endpoints
 from ui.tabs.compare import build_compare_tab

@@ -26,20 +26,15 @@ from gradio import FileData
 from gradio.context import LocalContext
 from gradio.utils import get_upload_folder
 
-from backend.api import Workbench
 from backend.errors import ConfigError, WorkbenchError
-from backend.hub_cache import looks_like_hub_id
-from backend.settings import PROJECT_ROOT
+from service.access import check_model_name
+from service.api import Workbench
 from ui.exposure import is_local_request, redact
 
 QUANT_ALIASES = {"none": "none", "8bit": "8bit", "8-bit": "8bit", "4bit": "4bit", "4-bit": "4bit"}
 SERVER_PATH_REFUSED = (
     "server paths are not accepted: upload the file itself "
     "(gradio_client: handle_file('data.csv'); the web page: the Upload dataset box)"
-)
-LOCAL_MODELS_HINT = (
-    "pick a model from the list, put its folder under models_cache/, or give a hub id like "
-    "'owner/name' (whoever starts the app can allow local folders with --allow-local-models)"
 )
 
 
@@ -85,25 +80,6 @@ def discard_upload(path: Path) -> None:
     if path.parent != root:
         with contextlib.suppress(OSError):  # not empty: someone else's upload is in it
             path.parent.rmdir()
-
-
-def check_model_name(name: str | None, catalogue: list[str], *, allow_local: bool = False) -> None:
-    """Refuse a base model that names a file or folder on the server.
-
-    Accepted: nothing (the default), a catalogue name (the default model and the
-    models_cache/ folders) and a hub id; with ``allow_local`` anything. The CLI does not
-    call this: whoever runs it is a local user already.
-    """
-    if not name or allow_local or name in catalogue:
-        return
-    if Path(name).is_absolute() or ".." in name or name.startswith("~"):
-        raise ConfigError(f"model '{name}': server paths are not accepted; {LOCAL_MODELS_HINT}")
-    if not looks_like_hub_id(name):
-        raise ConfigError(f"model '{name}' is neither a listed model nor a hub id; {LOCAL_MODELS_HINT}")
-    # The backend tries a name as a folder before the hub (from the app's and the worker's
-    # working folder), so a hub-shaped name must not name an existing one.
-    if any((base / name).exists() for base in {Path.cwd(), PROJECT_ROOT}):
-        raise ConfigError(f"model '{name}' names a folder on the server; {LOCAL_MODELS_HINT}")
 
 
 def caller_is_local(request: gr.Request | None = None) -> bool:

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from backend.errors import ConfigError, WorkbenchError
-from backend.settings import Settings, apply_environment, positive_int
+from service.host import Settings, apply_environment, positive_int, start_supervisor
 from ui.exposure import is_loopback
 
 AUTH_ENV = "WORKBENCH_AUTH"  # jobs.runner.worker_environment keeps it from the workers
@@ -98,11 +98,10 @@ def serve(
     """
     check_exposure(host, auth)
     apply_environment(settings)  # before gradio/transformers are imported
-    from backend.api import Workbench
-    from jobs.supervisor import Supervisor
+    from service.api import Workbench
     from ui.app import build
 
-    supervisor = Supervisor(settings).start() if open_supervisor else None
+    supervisor = start_supervisor(settings) if open_supervisor else None
     try:
         api = Workbench(settings)
         demo = build(api)

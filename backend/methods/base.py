@@ -7,8 +7,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from backend.catalogue import ModelInfo
 from backend.errors import ConfigError
-from backend.models import ModelInfo
 
 
 def knob(
@@ -60,10 +60,15 @@ class MethodSpec:
     library: str  # "peft", "adapters", "transformers" or "own"
     freezes_base: bool = True
     default_epochs: int = 3
-    # Log-spaced learning rates the automatic search tries (see backend.lr_search); a method
+    # Log-spaced learning rates the automatic search tries (see backend.training.lr_search); a method
     # whose good range moves with a setting gives ``lr_candidates_for`` instead.
     lr_candidates: tuple[float, ...] = ()
     lr_candidates_for: Callable[[Any], tuple[float, ...]] | None = None
+    # Which runner trains it (``backend.run.RUNNERS``): "loop" trains through the model's
+    # forward pass; "probe" trains heads on cached features of a frozen encoder.
+    runner: str = "loop"
+    resumable: bool = True  # writes per-epoch checkpoints a failed run can resume from
+    mergeable: bool = False  # its update can be folded into the base weights (a plain model)
 
     def learning_rates(self, config: Any) -> tuple[float, ...]:
         """The candidates for the automatic learning-rate search, given the method's Config."""

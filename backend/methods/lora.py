@@ -57,4 +57,5 @@ SPEC = MethodSpec(
     lr_candidates=(3e-4, 1e-3, 3e-3, 1e-2),
     description="Low-rank updates beside frozen weights; mergeable, so no extra inference latency.",
     library="peft",
+    mergeable=True,
 )

@@ -1,6 +1,6 @@
 """Probing: a frozen encoder, a linear or small MLP head on one layer's pooled output.
 
-Training runs on cached features (see ``backend.probing``): the encoder is frozen, so
+Training runs on cached features (see ``backend.probing.run``): the encoder is frozen, so
 every layer's pooled representation is computed once and heads train on those.
 """
 
@@ -9,7 +9,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from backend.errors import ConfigError
 from backend.methods.base import BuildContext, MethodSpec, check_range, knob
 
 
@@ -48,17 +47,8 @@ class Config:
         check_range(self)
 
 
-def resolve_layer(layer: int, num_layers: int) -> int:
-    """-1 means the last layer; 0 is the embeddings."""
-    if layer == -1:
-        return num_layers
-    if not 0 <= layer <= num_layers:
-        raise ConfigError(f"Layer must be -1 or between 0 and {num_layers} for this model, got {layer}")
-    return layer
-
-
 def build(model: Any, cfg: Config, ctx: BuildContext) -> Any:
-    from backend.probe_head import ProbeModel  # torch: only once a model is built
+    from backend.methods.probe_head import ProbeModel  # torch: only once a model is built
 
     return ProbeModel(model, cfg, ctx)
 
@@ -74,4 +64,6 @@ SPEC = MethodSpec(
     "each layer already encodes (BERTology); the cheapest method by far.",
     library="own",
     default_epochs=10,
+    runner="probe",
+    resumable=False,  # retrains from cached features in seconds: checkpoints would cost more
 )

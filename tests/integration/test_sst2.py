@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from backend.train import run_training
-from backend.train_config import TrainConfig
+from backend.run import run_training
+from backend.training.config import TrainConfig
 
 
 def test_lora_r8_reaches_080_on_sst2(shared_data: Path, tmp_path: Path) -> None:

@@ -18,11 +18,11 @@ from typing import Any
 
 import pytest
 
-from backend.api import Workbench
 from backend.settings import PROJECT_ROOT, Settings
 from jobs.runner import process_alive
 from jobs.schema import FINISHED
 from jobs.supervisor import Supervisor
+from service.api import Workbench
 from tests.conftest import sentiment_rows, write_csv
 
 JOB_TIMEOUT = 180.0  # generous: the machine may be shared with other training runs

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from backend.api import Workbench
 from backend.errors import ConfigError
 from jobs.supervisor import Supervisor
+from service.api import Workbench
 from tests.jobs.conftest import kill_workers, make_settings, quick_job, wait_status
 
 

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from backend.api import Workbench
 from backend.errors import ConfigError, DataError
 from backend.settings import Settings
 from jobs.supervisor import Supervisor
+from service.api import Workbench
 from tests.jobs.conftest import quick_job, wait_status
 
 

@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from backend.api import Workbench
 from backend.settings import Settings
 from jobs import queue
 from jobs.db import DatabaseBusy, sqlite_file
 from jobs.supervisor import Supervisor
+from service.api import Workbench
 from tests.jobs.conftest import (
     kill_workers,
     make_settings,

@@ -18,12 +18,12 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.exc import OperationalError
 
-from backend.api import Workbench
 from jobs import queue
 from jobs.db import Database, is_transient, retry
 from jobs.runner import process_alive
 from jobs.schema import CANCELLED, FAILED, RUNNING, SUCCEEDED, Job
 from jobs.supervisor import Supervisor
+from service.api import Workbench
 from tests.jobs.conftest import long_job, quick_job, wait_for, wait_running_step, wait_status
 
 # ---------------------------------------------------------------- no processes

@@ -13,11 +13,11 @@ import pytest
 from sqlalchemy import inspect, text
 from sqlalchemy.engine import Connection
 
-from backend.api import Workbench
 from backend.errors import ConfigError
 from backend.settings import Settings
 from jobs import migrations
 from jobs.db import Database, make_engine
+from service.api import Workbench
 
 V1_DDL = """
 CREATE TABLE datasets (

@@ -9,11 +9,11 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from backend.api import Workbench
 from backend.settings import PROJECT_ROOT, Settings
 from jobs.runner import process_alive
 from jobs.schema import Job
 from jobs.supervisor import Supervisor
+from service.api import Workbench
 from tests.jobs.conftest import (
     app_env,
     long_job,

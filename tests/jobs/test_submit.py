@@ -8,9 +8,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from backend.api import Workbench
 from backend.errors import ConfigError, DataError
 from backend.settings import Settings
+from service.api import Workbench
 from tests.jobs.conftest import quick_job
 
 

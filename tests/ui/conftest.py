@@ -21,8 +21,8 @@ from typing import Any
 
 import pytest
 
-from backend.api import Workbench
 from backend.settings import PROJECT_ROOT, Settings
+from service.api import Workbench
 from tests.jobs.conftest import kill_workers, wait_for
 
 START_TIMEOUT = 120.0  # cold imports on a busy 2-core machine

@@ -140,7 +140,7 @@ def test_a_lora_run_merges_into_a_plain_transformers_model(
     import torch
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-    from backend.merge import merge_lora
+    from backend.artifacts.merge import merge_lora
 
     detail = client.predict(job_id=two_runs["lora"]["id"], api_name="/job")
     zip_path = merge_lora(detail["artifact_dir"], tmp_path / "merged.zip")

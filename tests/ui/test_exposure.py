@@ -13,7 +13,8 @@ import pytest
 from gradio.utils import get_upload_folder
 
 from backend.errors import ConfigError
-from ui.endpoints import SERVER_PATH_REFUSED, caller_is_local, check_model_name, uploaded_file
+from service.access import check_model_name
+from ui.endpoints import SERVER_PATH_REFUSED, caller_is_local, uploaded_file
 from ui.exposure import TRACEBACK_HIDDEN, is_local_request, redact
 
 CATALOGUE = ["all-MiniLM-L6-v2", "tiny-bert"]

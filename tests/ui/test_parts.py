@@ -12,9 +12,9 @@ from typing import Any
 import gradio as gr
 import pytest
 
-from backend.api import Workbench
 from backend.errors import ConfigError
 from backend.settings import PROJECT_ROOT, Settings
+from service.api import Workbench
 from ui import charts, tables
 from ui.endpoints import as_id, discard_upload
 from ui.forms import build_method_forms, coerce, control_for

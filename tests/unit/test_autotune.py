@@ -9,16 +9,18 @@ from pathlib import Path
 
 import pytest
 
-from backend.autotune import (
+from backend.errors import ConfigError
+from backend.run import run_training
+from backend.training.autotune import (
     MAX_EPOCHS,
     MIN_STEPS,
     auto_epochs,
     epochs_without_improvement,
     plan_epochs,
 )
-from backend.callbacks import Callback
-from backend.errors import ConfigError
-from backend.lr_search import (
+from backend.training.callbacks import Callback
+from backend.training.config import TrainConfig, validate
+from backend.training.lr_search import (
     EVAL_COST,
     Candidate,
     Costs,
@@ -27,8 +29,6 @@ from backend.lr_search import (
     sample_costs,
     successive_halving,
 )
-from backend.train import run_training
-from backend.train_config import TrainConfig, validate
 from tests.conftest import sentiment_rows, write_csv
 
 # IA3 is the example: at a fixed 1e-6 it does not move in these few steps, while its

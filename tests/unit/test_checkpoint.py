@@ -27,10 +27,11 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from backend import checkpoint
-from backend.callbacks import Callback
-from backend.train import Fitter, build_model, load_data, run_training
-from backend.train_config import TrainConfig
+from backend.run import run_training
+from backend.training import checkpoint
+from backend.training.callbacks import Callback
+from backend.training.config import TrainConfig, load_data
+from backend.training.loop import Fitter, build_model
 
 ROOT = Path(__file__).resolve().parents[2]
 EPOCHS = 3
@@ -56,8 +57,8 @@ def config(data: Path) -> TrainConfig:
 
 def small_fitter(data: Path) -> Fitter:
     """A real Fitter (LoRA on the default model) without training anything."""
-    from backend.batching import Encoded
-    from backend.models import load_tokenizer, model_info
+    from backend.catalogue import load_tokenizer, model_info
+    from backend.data.batching import Encoded
 
     cfg = config(data)
     prepared = load_data(cfg)

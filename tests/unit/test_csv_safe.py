@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from backend.csv_safe import escape_cell, write_csv
+from backend.artifacts.csv_safe import escape_cell, write_csv
 
 
 @pytest.mark.parametrize(

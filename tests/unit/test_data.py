@@ -1,4 +1,4 @@
-"""Tests for backend.data: reading, column detection, labels, splitting, errors."""
+"""Tests for backend.data.prepare: reading, column detection, labels, splitting, errors."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from backend.data import (
+from backend.data.prepare import (
     SUPPORTED_EXTENSIONS,
     ColumnMapping,
     PreparedData,
@@ -23,8 +23,8 @@ from backend.data import (
     read_table,
     to_hf_dataset,
 )
-from backend.data_read import MAX_CELL_CHARS
-from backend.data_stats import summarize
+from backend.data.read import MAX_CELL_CHARS
+from backend.data.stats import summarize
 from backend.errors import ConfigError, DataError
 
 SHARED_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"

@@ -16,12 +16,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from backend.export import export_zip
-from backend.loading import Predictor
-from backend.models import DEFAULT_HUB_ID
+from backend.artifacts.export import export_zip
+from backend.artifacts.load import Predictor
+from backend.catalogue import DEFAULT_HUB_ID
+from backend.run import run_training
 from backend.settings import Settings
-from backend.train import run_training
-from backend.train_config import TrainConfig
+from backend.training.config import TrainConfig
 from tests.conftest import ROOT
 
 TEXTS = ["the film was wonderful and moving", "a dull and tedious plot", "the cast was fun"]

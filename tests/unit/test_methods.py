@@ -10,14 +10,17 @@ from typing import Any
 import pytest
 import torch
 
-from backend.callbacks import Callback, StepInfo
+from backend.artifacts.reload_check import run_fresh_process
+from backend.catalogue import load_classifier, load_tokenizer, model_info
+from backend.data.batching import Encoded
 from backend.methods import registry
 from backend.methods.base import BuildContext
-from backend.models import load_classifier, load_tokenizer, model_info
-from backend.params import count, count_parameters
-from backend.reload_check import run_fresh_process
-from backend.train import Encoded, Fitter, build_model, load_data, pick_device, run_training
-from backend.train_config import TrainConfig
+from backend.run import run_training
+from backend.training.callbacks import Callback, StepInfo
+from backend.training.config import TrainConfig, load_data
+from backend.training.loop import Fitter, build_model
+from backend.training.params import count, count_parameters
+from backend.training.runtime import pick_device
 
 H, L, C = 384, 6, 2  # all-MiniLM-L6-v2: hidden size, layers; two labels
 HEAD = H * C + C  # BertForSequenceClassification.classifier

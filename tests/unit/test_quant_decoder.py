@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from backend.artifacts.reload_check import run_fresh_process
 from backend.errors import ConfigError
-from backend.reload_check import run_fresh_process
-from backend.train import run_training
-from backend.train_config import TrainConfig, validate
+from backend.run import run_training
+from backend.training.config import TrainConfig, validate
 from tests.unit.test_methods import Recorder, first_vs_last_epoch
 
 
@@ -57,7 +57,7 @@ def tiny_gpt2(tmp_path_factory: pytest.TempPathFactory) -> Path:
     import torch
     from transformers import GPT2Config, GPT2Model
 
-    from backend.models import default_model_path
+    from backend.catalogue import default_model_path
 
     out = tmp_path_factory.mktemp("tiny-gpt2")
     torch.manual_seed(0)

@@ -10,7 +10,7 @@ from typing import Any
 
 import torch
 
-from backend.data import Split
+from backend.data.prepare import Split
 
 
 class Encoded:

@@ -23,10 +23,10 @@ from typing import Any, Protocol
 import numpy as np
 import torch
 
-from backend.batching import Encoded
-from backend.callbacks import Callback, TrainingCancelled
-from backend.data_stats import eval_indices
-from backend.evaluation import autocast, evaluate
+from backend.data.batching import Encoded
+from backend.data.stats import eval_indices
+from backend.training.callbacks import Callback, TrainingCancelled
+from backend.training.metrics import autocast, evaluate
 
 SEARCH_SHARE = 0.12  # of the run's planned training samples; the ceiling is ~15%
 ETA = 2  # successive halving keeps the better 1/ETA each round

@@ -14,9 +14,9 @@ from typing import Any
 
 import torch
 
+from backend.catalogue import label_kwargs, load_config, model_info
 from backend.methods import registry
 from backend.methods.base import BuildContext
-from backend.models import label_kwargs, load_config, model_info
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ import torch
 from sklearn.metrics import accuracy_score, confusion_matrix, f1_score, precision_recall_fscore_support
 
 if TYPE_CHECKING:
-    from backend.batching import Encoded
+    from backend.data.batching import Encoded
 
 
 def classification_metrics(

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from backend.autotune import describe_search
-from backend.callbacks import SUMMARY_METRICS
-from backend.train_config import TrainConfig
+from backend.training.autotune import describe_search
+from backend.training.callbacks import SUMMARY_METRICS
+from backend.training.config import TrainConfig
 
 _LOAD_SNIPPETS = {
     "peft": """from transformers import AutoModelForSequenceClassification, AutoTokenizer

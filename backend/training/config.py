@@ -6,9 +6,10 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from backend.catalogue import DEFAULT_MODEL
+from backend.data.prepare import PreparedData, prepare
 from backend.errors import ConfigError
 from backend.methods import registry
-from backend.models import DEFAULT_MODEL
 
 QUANT_CHOICES = ("none", "8bit", "4bit")
 AUTO = "auto"
@@ -79,14 +80,14 @@ class TrainConfig:
 
     @property
     def effective_lr(self) -> float:
-        """The learning rate to train with; "auto" must have been resolved (see backend.autotune)."""
+        """The learning rate to train with; "auto" must have been resolved (see backend.training.autotune)."""
         if self.lr == AUTO:
             raise RuntimeError("learning rate 'auto' is resolved before training starts")
         return float(self.lr) if self.lr is not None else registry.get(self.method).default_lr
 
     @property
     def effective_epochs(self) -> int:
-        """The epoch count to train for; "auto" must have been resolved (see backend.autotune)."""
+        """The epoch count to train for; "auto" must have been resolved (see backend.training.autotune)."""
         if self.epochs == AUTO:
             raise RuntimeError("epochs 'auto' are resolved before training starts")
         return int(self.epochs) if self.epochs is not None else registry.get(self.method).default_epochs
@@ -131,3 +132,18 @@ def validate(cfg: TrainConfig) -> None:
         raise ConfigError(f"max_length must be between 8 and 8192, got {cfg.max_length}")
     if cfg.device not in ("auto", "cpu") and not cfg.device.startswith("cuda"):
         raise ConfigError(f"device must be auto, cpu or cuda[:N], not '{cfg.device}'")
+
+
+def load_data(cfg: TrainConfig) -> PreparedData:
+    """The run's data exactly as training will see it (the same checks, split and limits)."""
+    return prepare(
+        cfg.data,
+        cfg.eval_data,
+        text_column=cfg.text_column,
+        text_pair_column=cfg.text_pair_column,
+        label_column=cfg.label_column,
+        eval_fraction=cfg.eval_fraction,
+        seed=cfg.seed,
+        drop_invalid=cfg.drop_invalid,
+        max_train_samples=cfg.max_train_samples,
+    )

@@ -36,7 +36,7 @@ from safetensors.torch import load_file, save_file
 from backend.errors import ConfigError
 
 if TYPE_CHECKING:
-    from backend.train import Fitter
+    from backend.training.loop import Fitter
 
 POINTER = "LATEST"
 STATE = "state.json"

@@ -6,13 +6,25 @@ list, the CLI, the UI's forms) never imports torch.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
 
+from backend.errors import ConfigError
 from backend.methods.base import BuildContext, freeze
-from backend.methods.probe import Config, resolve_layer
+
+if TYPE_CHECKING:
+    from backend.methods.probe import Config
+
+
+def resolve_layer(layer: int, num_layers: int) -> int:
+    """-1 means the last layer; 0 is the embeddings."""
+    if layer == -1:
+        return num_layers
+    if not 0 <= layer <= num_layers:
+        raise ConfigError(f"Layer must be -1 or between 0 and {num_layers} for this model, got {layer}")
+    return layer
 
 
 class ProbeHead(nn.Module):

@@ -40,7 +40,7 @@ print({{model.config.id2label[i]: float(p) for i, p in enumerate(probs[0])}})
 
 def merge_lora(artifact_dir: str | Path, out_zip: str | Path) -> Path:
     """Merge a succeeded LoRA run (once; later calls reuse ``merged/``) and zip it."""
-    from backend.loading import read_manifest
+    from backend.artifacts.load import read_manifest
 
     run = Path(artifact_dir)
     manifest = read_manifest(run)
@@ -62,8 +62,8 @@ def _merge(run: Path, manifest: dict[str, Any], merged: Path) -> None:
     from peft import PeftModel
     from transformers import AutoTokenizer
 
-    from backend.export import make_portable
-    from backend.models import load_classifier, locate_base, model_info
+    from backend.artifacts.save import make_portable
+    from backend.catalogue import load_classifier, locate_base, model_info
 
     info = model_info(locate_base(manifest))
     base = load_classifier(info, manifest["label_names"])

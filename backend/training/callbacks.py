@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 # The headline figures of a finished run, as named in its summary (model card, job columns).
@@ -45,7 +45,17 @@ class EpochInfo:
     metrics: dict[str, Any]  # accuracy, macro_f1, eval_loss, per_class, confusion_matrix
     train_loss: float
     is_best: bool
-    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class LayerInfo:
+    """One probed layer's result in a layer sweep (its best epoch)."""
+
+    layer: int  # 0 = embeddings, 1..L = transformer layers
+    done: int  # layers finished so far, this one included
+    total: int  # layers in the sweep
+    metrics: dict[str, Any]
+    train_loss: float
 
 
 class Callback:
@@ -59,6 +69,9 @@ class Callback:
 
     def on_epoch(self, info: EpochInfo) -> None:
         """Called after each epoch's evaluation."""
+
+    def on_layer(self, info: LayerInfo) -> None:
+        """Called after each layer of a probe layer sweep."""
 
     def on_checkpoint(self, epoch: int, path: str) -> None:
         """Called when a resumable checkpoint for ``epoch`` has been written."""

@@ -18,17 +18,17 @@ from typing import Any
 
 from sqlalchemy import delete, select, update
 
-from backend.data import check_file_size, dataset_stats, prepare
+from backend.data.prepare import check_file_size, dataset_stats, prepare
 from backend.errors import ConfigError
 from backend.settings import Settings
-from backend.train_config import TrainConfig, validate
+from backend.training.config import TrainConfig, validate
 from jobs import datasets, queue, views
 from jobs.db import Database
 from jobs.schema import CANCELLED, FAILED, QUEUED, RUNNING, SUCCEEDED, Job, Metric
 from jobs.supervisor import owner_alive, wake_local_supervisors
 
 FIELD_TYPES = {bool: "bool", int: "int", float: "float", str: "str"}
-CACHE_KEY = re.compile(r"[0-9a-f]{32}")  # backend.probing.cache_key: never a path
+CACHE_KEY = re.compile(r"[0-9a-f]{32}")  # backend.probing.run.cache_key: never a path
 
 
 def _field_info(cls: type, f: dataclasses.Field[Any]) -> dict[str, Any]:
@@ -49,7 +49,7 @@ def _field_info(cls: type, f: dataclasses.Field[Any]) -> dict[str, Any]:
 
 def _checkpoint_source(job: Job) -> str | None:
     """The checkpoint a resume of ``job`` starts from: its own, else the one it started from."""
-    from backend.checkpoint import last_epoch
+    from backend.training.checkpoint import last_epoch
 
     if job.method == "probe":
         return None  # probes retrain from cached features in seconds
@@ -60,7 +60,7 @@ def _checkpoint_source(job: Job) -> str | None:
 
 
 def feature_cache_keys(summary: dict[str, Any] | None) -> set[str]:
-    """The probe feature caches a run's summary names (``backend.probing.run_probe``).
+    """The probe feature caches a run's summary names (``backend.probing.run.run_probe``).
 
     Only well-formed keys: the summary is read back from the database, and a key becomes
     a file name to delete.
@@ -158,7 +158,7 @@ class Workbench:
         return usage
 
     def dataset_preview(self, dataset_id: int) -> dict[str, Any]:
-        """``backend.data.dataset_stats`` of a stored dataset, token lengths (of a sample) included."""
+        """``dataset_stats`` of a stored dataset, token lengths (of a sample) included."""
         row = datasets.get(self.db, dataset_id)
         if row is None:
             raise ConfigError(f"no dataset {dataset_id}")
@@ -171,7 +171,7 @@ class Workbench:
         )
 
     def _default_tokenizer(self) -> Any:
-        from backend.models import DEFAULT_MODEL, load_tokenizer, model_info
+        from backend.catalogue import DEFAULT_MODEL, load_tokenizer, model_info
 
         with self._lock:
             if self._tokenizer is None:
@@ -183,7 +183,7 @@ class Workbench:
 
     def list_models(self) -> list[str]:
         """Base models for the picker: the offline default first, then models_cache/ folders."""
-        from backend.models import list_models
+        from backend.catalogue import list_models
 
         return list_models(self.settings.models_cache)
 
@@ -209,7 +209,7 @@ class Workbench:
         self, model: str, method: str, method_config: dict[str, Any] | None, num_labels: int = 2
     ) -> dict[str, Any]:
         """Exact trainable/total parameters, computed without loading weights."""
-        from backend.params import count_parameters
+        from backend.training.params import count_parameters
 
         with self._lock:
             counted = count_parameters(
@@ -236,7 +236,7 @@ class Workbench:
         **settings: Any,
     ) -> dict[str, Any]:
         """Epochs, optimizer steps and learning-rate candidates a launch would use (before launch)."""
-        from backend.autotune import describe_plan
+        from backend.training.autotune import describe_plan
 
         row = datasets.get(self.db, dataset_id)
         if row is None:
@@ -264,8 +264,8 @@ class Workbench:
         cfg = TrainConfig.from_dict(dict(config)) if isinstance(config, dict) else dataclasses.replace(config)
         validate(cfg)
         with self._lock:
-            from backend.models import model_info
-            from backend.train import load_data
+            from backend.catalogue import model_info
+            from backend.training.config import load_data
 
             model_info(cfg.model, self.settings.models_cache)  # ModelError now, not in the worker
         for given in (cfg.data, cfg.eval_data):  # before load_data reads it into memory
@@ -431,7 +431,7 @@ class Workbench:
         The zip names the base model by hub id and holds no server path; evaluation texts
         (sample predictions) go in only with ``include_samples``.
         """
-        from backend.export import export_zip
+        from backend.artifacts.export import export_zip
 
         job = self._finished_job(job_id)
         name = f"job-{job_id}-with-samples.zip" if include_samples else f"job-{job_id}.zip"
@@ -440,7 +440,7 @@ class Workbench:
 
     def export_merged(self, job_id: int) -> Path:
         """Zip a succeeded LoRA job merged into its base (a plain transformers model)."""
-        from backend.merge import merge_lora
+        from backend.artifacts.merge import merge_lora
 
         job = self._finished_job(job_id)
         with self._lock:
@@ -468,7 +468,7 @@ class Workbench:
         return results
 
     def _predictor(self, artifact_dir: str) -> Any:
-        from backend.loading import Predictor
+        from backend.artifacts.load import Predictor
 
         with self._lock:  # load each model once, even when the UI asks from two threads
             if artifact_dir not in self._predictors:

@@ -1,4 +1,4 @@
-"""Write a run's artifact folder in each library's standard format, and pack it as a zip.
+"""Write a run's artifact folder in each library's standard format.
 
 Layout of a run folder (everything at the top level so the standard loaders take the
 folder itself):
@@ -13,18 +13,18 @@ folder itself):
 from __future__ import annotations
 
 import json
-import zipfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from safetensors.torch import save_file
 
-from backend.data import PreparedData
+from backend.artifacts.model_card import render_model_card
+from backend.catalogue import ModelInfo
+from backend.data.prepare import PreparedData
 from backend.methods import registry
 from backend.methods.adapter import ADAPTER_NAME
-from backend.model_card import render_model_card
-from backend.models import ModelInfo
-from backend.train_config import TrainConfig
+from backend.training.outcome import RunOutcome
 
 FORMAT_VERSION = 1
 CHECK_ROWS = 64  # eval rows whose probabilities are stored for the reload check
@@ -85,16 +85,15 @@ def adapter_bytes(out_dir: Path, library: str) -> int:
 
 def write_common(
     out_dir: Path,
+    outcome: RunOutcome,
     *,
-    cfg: TrainConfig,
     info: ModelInfo,
     tokenizer: Any,
     data: PreparedData,
-    summary: dict[str, Any],
-    eval_probs: np.ndarray,
-    extra_manifest: dict[str, Any] | None = None,
+    extra_manifest: dict[str, Any],
 ) -> dict[str, Any]:
     """Files every run folder has; returns artifact facts for the summary."""
+    cfg, summary, eval_probs = outcome.cfg, outcome.summary, outcome.eval_probs
     spec = registry.get(cfg.method)
     tokenizer.save_pretrained(str(out_dir))
     (out_dir / "labels.json").write_text(
@@ -118,7 +117,7 @@ def write_common(
         "text_pair_column": data.mapping.text_pair,
         "label_column": data.mapping.label,
         "pad_token_id": tokenizer.pad_token_id,
-        **(extra_manifest or {}),
+        **extra_manifest,
     }
     (out_dir / "workbench.json").write_text(json.dumps(manifest, indent=2))
     n = min(CHECK_ROWS, len(data.eval))
@@ -136,67 +135,19 @@ def write_common(
 
 def save_run(
     out_dir: Path,
+    outcome: RunOutcome,
     *,
-    model: Any,
-    cfg: TrainConfig,
     info: ModelInfo,
     tokenizer: Any,
     data: PreparedData,
-    summary: dict[str, Any],
-    history: list[dict[str, Any]],
-    best: dict[str, Any] | None,
-    eval_probs: np.ndarray,
 ) -> dict[str, Any]:
-    """Write the whole artifact folder for a model-based (non-probe) run."""
+    """Write the whole artifact folder of a finished run; returns artifact facts for the summary."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    save_weights(model, registry.get(cfg.method).library, out_dir)
-    return write_common(
-        out_dir, cfg=cfg, info=info, tokenizer=tokenizer, data=data, summary=summary, eval_probs=eval_probs
-    )
-
-
-def _strip_server_paths(name: str, data: dict[str, Any]) -> dict[str, Any]:
-    """The copy of a run file that goes into a zip: no path of this server, no user texts."""
-    if name == "workbench.json":
-        data = {k: v for k, v in data.items() if k != "base_model_path"}
-    elif name == "metrics.json":
-        data = {k: v for k, v in data.items() if k != "artifact_dir"}
-    elif name == "training_config.json":
-        for key in ("data", "eval_data"):  # the file names say which data; the folders are ours
-            if data.get(key):
-                data[key] = Path(data[key]).name
-    return data
-
-
-ZIP_REWRITTEN = ("workbench.json", "metrics.json", "training_config.json")
-SAMPLES_FILE = "check_predictions.json"  # evaluation texts with their predictions
-
-
-def export_zip(artifact_dir: str | Path, out_zip: str | Path, *, include_samples: bool = False) -> Path:
-    """Pack a run folder (without resumable checkpoints) into one zip that works elsewhere.
-
-    No path of this server goes in, and no training or evaluation text unless
-    ``include_samples`` (the sample predictions file, for checking a reload).
-    """
-    artifact_dir, out_zip = Path(artifact_dir), Path(out_zip)
-    if not (artifact_dir / "workbench.json").is_file():
-        from backend.errors import ConfigError
-
-        raise ConfigError(f"{artifact_dir} is not a finished run folder (no workbench.json)")
-    out_zip.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out_zip.with_suffix(out_zip.suffix + ".tmp")
-    with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED) as zf:
-        for path in sorted(artifact_dir.rglob("*")):
-            rel = path.relative_to(artifact_dir)
-            # checkpoints and the merged model are not the adapter; the job log is the app's own
-            if not path.is_file() or rel.parts[0] in ("checkpoint", "merged", "job.log"):
-                continue
-            if rel.as_posix() == SAMPLES_FILE and not include_samples:
-                continue
-            if rel.as_posix() in ZIP_REWRITTEN:
-                data = _strip_server_paths(rel.name, json.loads(path.read_text()))
-                zf.writestr(rel.as_posix(), json.dumps(data, indent=2))
-            else:
-                zf.write(path, rel.as_posix())
-    tmp.replace(out_zip)
-    return out_zip
+    extra: dict[str, Any] = {}
+    if outcome.probe is not None:  # a head trained on cached features: its tensors and config
+        save_file(outcome.head_state, str(out_dir / "probe_head.safetensors"))
+        (out_dir / "probe_config.json").write_text(json.dumps(outcome.probe, indent=2))
+        extra = {"probe": outcome.probe}
+    else:
+        save_weights(outcome.model, registry.get(outcome.cfg.method).library, out_dir)
+    return write_common(out_dir, outcome, info=info, tokenizer=tokenizer, data=data, extra_manifest=extra)

@@ -1,7 +1,7 @@
 """Command line: ``python app.py train|predict|export|submit|jobs|... `` (the headless contract).
 
 Job commands (submit, jobs, show, cancel, resume, delete, worker) live in
-``backend.cli_jobs``; ``--db-url`` picks the job database.
+``service.cli_jobs``; ``--db-url`` picks the job database.
 
 Progress goes to stderr; ``train`` ends with one JSON object as the last line of stdout.
 Exit codes: 0 success, 2 bad input (one ``error: ...`` line, no traceback), 1 other failure.
@@ -17,10 +17,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from backend.callbacks import Callback, EpochInfo, StepInfo
-from backend.cli_jobs import JOB_COMMANDS, add_job_commands, export_job
 from backend.errors import WorkbenchError
 from backend.settings import Settings
+from backend.training.callbacks import Callback, EpochInfo, StepInfo
+from service.cli_jobs import JOB_COMMANDS, add_job_commands, export_job
 
 METHOD_KEYS = ("probe", "full", "lora", "prompt", "prefix", "ptuning", "adapter", "ia3")
 # CLI shortcuts for the knobs users move most: flag -> (method config field, methods it applies to)
@@ -119,7 +119,7 @@ def method_config_from_args(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def train_config_from_args(args: argparse.Namespace) -> Any:
-    from backend.train_config import TrainConfig
+    from backend.training.config import TrainConfig
 
     return TrainConfig(
         data=args.data,
@@ -179,7 +179,7 @@ class StderrProgress(Callback):
 
 
 def cmd_train(args: argparse.Namespace, settings: Settings) -> int:
-    from backend.train import run_training
+    from backend.run import run_training
 
     cfg = train_config_from_args(args)
     summary = run_training(
@@ -196,10 +196,10 @@ def cmd_train(args: argparse.Namespace, settings: Settings) -> int:
 def cmd_predict(args: argparse.Namespace, settings: Settings) -> int:
     import pandas as pd
 
-    from backend.csv_safe import write_csv
-    from backend.data import read_table
+    from backend.artifacts.csv_safe import write_csv
+    from backend.artifacts.load import Predictor
+    from backend.data.prepare import read_table
     from backend.errors import DataError
-    from backend.loading import Predictor
 
     predictor = Predictor(args.artifact)
     df = read_table(args.data)
@@ -229,8 +229,8 @@ def cmd_predict(args: argparse.Namespace, settings: Settings) -> int:
 
 def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
     """``export ID --out FILE.zip`` (a job) or ``export --artifact DIR --out FILE.zip``."""
+    from backend.artifacts.export import export_zip
     from backend.errors import ConfigError
-    from backend.export import export_zip
 
     if (args.job is None) == (args.artifact is None):
         raise ConfigError("export takes a job id or --artifact DIR (one of the two)")

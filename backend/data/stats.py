@@ -20,7 +20,7 @@ import pandas as pd
 from backend.errors import DataError
 
 if TYPE_CHECKING:
-    from backend.data import ColumnMapping
+    from backend.data.prepare import ColumnMapping
 
 MAX_LISTED = 10
 PREVIEW_ROWS = 5

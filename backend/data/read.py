@@ -15,7 +15,7 @@ from typing import Any
 
 import pandas as pd
 
-from backend.data_stats import listing
+from backend.data.stats import listing
 from backend.errors import DataError
 
 SUPPORTED_EXTENSIONS = (".csv", ".tsv", ".jsonl", ".json", ".parquet")

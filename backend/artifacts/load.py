@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from backend.catalogue import drop_cpu_device_map, locate_base
 from backend.errors import ConfigError
-from backend.models import drop_cpu_device_map, locate_base
 
 
 def read_manifest(artifact_dir: Path) -> dict[str, Any]:
@@ -40,7 +40,7 @@ def _labels(manifest: dict[str, Any]) -> dict[str, Any]:
 def _quant_kwargs(manifest: dict[str, Any]) -> dict[str, Any]:
     if manifest.get("quant", "none") == "none":
         return {}
-    from backend.models import DECODER_TYPES, ModelInfo, quantization_config, quantized_load_kwargs
+    from backend.catalogue import DECODER_TYPES, ModelInfo, quantization_config, quantized_load_kwargs
 
     info = ModelInfo(
         manifest["base_model"],
@@ -73,7 +73,7 @@ def load_model(artifact_dir: Path) -> Any:
     manifest = read_manifest(artifact_dir)
     model = _load_model(Path(artifact_dir), manifest)
     if manifest.get("quant") == "4bit":  # same 4-bit CPU kernel as training used
-        from backend.models import disable_cpu_bf16_4bit
+        from backend.catalogue import disable_cpu_bf16_4bit
 
         disable_cpu_bf16_4bit(model)
     return model
@@ -97,7 +97,7 @@ def _load_model(artifact_dir: Path, manifest: dict[str, Any]) -> Any:
 
         return AutoModelForSequenceClassification.from_pretrained(str(artifact_dir))
     if library == "own":
-        from backend.probe_inference import load_probe
+        from backend.probing.inference import load_probe
 
         return load_probe(Path(artifact_dir), manifest, _quant_kwargs(manifest))
     raise ConfigError(f"unknown artifact library '{library}' in {artifact_dir}")

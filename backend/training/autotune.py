@@ -12,10 +12,10 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from backend.data import PreparedData
-from backend.evaluation import majority_baseline
-from backend.lr_search import SEARCH_SHARE
-from backend.train_config import AUTO, TrainConfig
+from backend.data.prepare import PreparedData
+from backend.training.config import AUTO, TrainConfig
+from backend.training.lr_search import SEARCH_SHARE
+from backend.training.metrics import majority_baseline
 
 MIN_STEPS = 300  # optimizer steps an "auto" run gets at least (when MAX_EPOCHS allows)
 MAX_EPOCHS = 30  # tiny sets: more passes over a few dozen rows mostly memorise
@@ -62,7 +62,7 @@ def plan_epochs(cfg: TrainConfig, train_rows: int) -> EpochPlan:
 
 
 def train_rows_after_holdout(rows: int, eval_fraction: float, has_eval_file: bool) -> int:
-    """Training rows left once the evaluation split is held out (as backend.data does it)."""
+    """Training rows left once the evaluation split is held out (as backend.data.prepare does it)."""
     return rows if has_eval_file else rows - max(1, math.ceil(round(eval_fraction * rows, 9)))
 
 

@@ -1,9 +1,9 @@
 """Job commands of the CLI: submit, jobs, show, cancel, resume, delete, worker; and the
 registered datasets: datasets, delete-dataset.
 
-They go through :class:`backend.api.Workbench` like the UI does. Results are one JSON
+They go through :class:`service.api.Workbench` like the UI does. Results are one JSON
 line on stdout (``jobs``/``show`` print a readable view unless ``--json``); notes and
-followed log lines go to stderr. Exit codes as in ``backend.cli``.
+followed log lines go to stderr. Exit codes as in ``service.cli``.
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ def add_job_commands(
 
 
 def _bench(settings: Settings) -> Any:
-    from backend.api import Workbench
+    from service.api import Workbench
 
     return Workbench(settings)
 
@@ -65,7 +65,7 @@ def _print_json(value: Any) -> None:
 
 
 def cmd_submit(args: argparse.Namespace, settings: Settings) -> int:
-    from backend.cli import train_config_from_args
+    from service.cli import train_config_from_args
 
     bench = _bench(settings)
     job_id = bench.submit(train_config_from_args(args), name=args.name)

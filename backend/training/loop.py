@@ -1,14 +1,12 @@
-"""One training run: data + base model + method -> metrics stream + artifacts.
+"""The training loop: a base model + method trained through its forward pass.
 
-No database and no UI here: progress goes out through a :class:`Callback`.
+No database and no UI here: progress goes out through a :class:`Callback`; the run
+folder is written by ``backend.run`` from the :class:`RunOutcome` returned here.
 """
 
 from __future__ import annotations
 
-import json
 import math
-import random
-import resource
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -17,8 +15,13 @@ from typing import Any
 import numpy as np
 import torch
 
-from backend import checkpoint, export
-from backend.autotune import (
+from backend.catalogue import ModelInfo, load_classifier
+from backend.data.batching import Encoded
+from backend.errors import ConfigError
+from backend.methods import registry
+from backend.methods.base import BuildContext
+from backend.training import checkpoint
+from backend.training.autotune import (
     EpochPlan,
     RunLength,
     autotune_summary,
@@ -28,48 +31,13 @@ from backend.autotune import (
     learning_check,
     plan_epochs,
 )
-from backend.batching import Encoded
-from backend.callbacks import Callback, EpochInfo, StepInfo, TrainingCancelled
-from backend.data import PreparedData, prepare
-from backend.errors import ConfigError
-from backend.evaluation import autocast, evaluate, predict_probs
-from backend.lr_search import search_model_lr
-from backend.methods import registry
-from backend.methods.base import BuildContext
-from backend.models import ModelInfo, load_classifier, load_tokenizer, model_info
-from backend.params import count, count_parameters
-from backend.train_config import AUTO, TrainConfig, validate
-
-
-def seed_everything(seed: int) -> None:
-    random.seed(seed)
-    np.random.seed(seed)
-    torch.manual_seed(seed)
-
-
-def pick_device(pref: str) -> torch.device:
-    if pref == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(pref)
-
-
-def peak_rss_mb() -> float:
-    """Peak resident memory of this process so far (Linux reports KiB)."""
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
-
-
-def load_data(cfg: TrainConfig) -> PreparedData:
-    return prepare(
-        cfg.data,
-        cfg.eval_data,
-        text_column=cfg.text_column,
-        text_pair_column=cfg.text_pair_column,
-        label_column=cfg.label_column,
-        eval_fraction=cfg.eval_fraction,
-        seed=cfg.seed,
-        drop_invalid=cfg.drop_invalid,
-        max_train_samples=cfg.max_train_samples,
-    )
+from backend.training.callbacks import Callback, EpochInfo, StepInfo, TrainingCancelled
+from backend.training.config import AUTO, TrainConfig
+from backend.training.lr_search import search_model_lr
+from backend.training.metrics import autocast, evaluate, predict_probs
+from backend.training.outcome import RunContext, RunOutcome, run_summary
+from backend.training.params import count, count_parameters
+from backend.training.runtime import peak_gpu_mb, pick_device, seed_everything
 
 
 def trainable_state(model: Any) -> dict[str, torch.Tensor]:
@@ -239,52 +207,37 @@ def resolve_auto(
     return replace(cfg, epochs=plan.epochs, lr=search["chosen"] if search else cfg.lr), plan, search
 
 
-def run_training(
-    cfg: TrainConfig,
-    out_dir: str | Path,
-    callback: Callback | None = None,
-    *,
-    models_cache: Path | None = None,
-    feature_cache_dir: Path | None = None,
-    checkpoint_dir: Path | None = None,
-    resume_from: Path | None = None,
-) -> dict[str, Any]:
-    """Train ``cfg``, write the artifact folder ``out_dir`` and return the summary dict."""
-    cb = callback or Callback()
-    validate(cfg)
-    data = load_data(cfg)
-    for warning in data.warnings:
-        cb.on_log(f"warning: {warning}")
-    info = model_info(cfg.model, models_cache)
-    seed_everything(cfg.seed)
-    tokenizer = load_tokenizer(info)
-    started = time.perf_counter()
-    if cfg.method == "probe":
-        from backend.probing import run_probe
-
-        return run_probe(cfg, data, info, tokenizer, Path(out_dir), cb, feature_cache_dir)
-    model = build_model(cfg, info, data.label_names, tokenizer.pad_token_id)
-    device = pick_device(cfg.device) if cfg.quant == "none" else next(model.parameters()).device
-    train_enc = Encoded(tokenizer, data.train, cfg.max_length)
-    eval_enc = Encoded(tokenizer, data.eval, cfg.max_length)
-    requested = {"lr": cfg.lr, "epochs": cfg.epochs}
-    search_started = time.perf_counter()
-    cfg, plan, search = resolve_auto(cfg, model, train_enc, data.label_names, device, cb, resume_from)
-    search_seconds = time.perf_counter() - search_started if search and not resume_from else 0.0
-    fitter = Fitter(model, cfg, train_enc, eval_enc, data.label_names, device, cb)
-    fitter.resolved = {"lr": cfg.lr, "epochs": cfg.epochs, "lr_search": search}
+def _count(ctx: RunContext, model: Any) -> tuple[int, int]:
+    """(trainable in the live model, total of the base + method, counted without weights)."""
+    cfg = ctx.cfg
     counts = count_parameters(
         cfg.model,
         cfg.method,
         cfg.method_config,
-        tuple(data.label_names),
-        str(models_cache) if models_cache else None,
+        tuple(ctx.data.label_names),
+        str(ctx.models_cache) if ctx.models_cache else None,
     )
-    live = count(model)
+    return count(model).trainable, counts.total
+
+
+def run_loop(ctx: RunContext) -> RunOutcome:
+    """Train a model through its forward pass (every method but the cached-feature probe)."""
+    cfg, data, cb = ctx.cfg, ctx.data, ctx.cb
+    model = build_model(cfg, ctx.info, data.label_names, ctx.tokenizer.pad_token_id)
+    device = pick_device(cfg.device) if cfg.quant == "none" else next(model.parameters()).device
+    train_enc = Encoded(ctx.tokenizer, data.train, cfg.max_length)
+    eval_enc = Encoded(ctx.tokenizer, data.eval, cfg.max_length)
+    requested = {"lr": cfg.lr, "epochs": cfg.epochs}
+    search_started = time.perf_counter()
+    cfg, plan, search = resolve_auto(cfg, model, train_enc, data.label_names, device, cb, ctx.resume_from)
+    search_seconds = time.perf_counter() - search_started if search and not ctx.resume_from else 0.0
+    fitter = Fitter(model, cfg, train_enc, eval_enc, data.label_names, device, cb)
+    fitter.resolved = {"lr": cfg.lr, "epochs": cfg.epochs, "lr_search": search}
+    trainable, total = _count(ctx, model)
     cb.on_start(
         {
-            "trainable_params": live.trainable,
-            "total_params": counts.total,
+            "trainable_params": trainable,
+            "total_params": total,
             "total_steps": fitter.total_steps,
             "total_epochs": plan.epochs,
             "device": str(device),
@@ -293,27 +246,26 @@ def run_training(
             "lr": cfg.effective_lr,
         }
     )
-    start_epoch = checkpoint.load(resume_from, fitter) + 1 if resume_from else 1
-    fitter.run(start_epoch, checkpoint_dir)
+    start_epoch = checkpoint.load(ctx.resume_from, fitter) + 1 if ctx.resume_from else 1
+    fitter.run(start_epoch, ctx.checkpoint_dir)
     if fitter.best_state is not None:
         model.load_state_dict(fitter.best_state, strict=False)
-    train_seconds = time.perf_counter() - started
+    train_seconds = time.perf_counter() - ctx.started
+    best = fitter.best or {}
+    per_epoch = round(float(np.mean(fitter.epoch_seconds)), 3) if fitter.epoch_seconds else None
     summary = {
-        "method": cfg.method,
-        "quant": cfg.quant,
-        "device": str(device),
-        "accuracy": fitter.best["accuracy"],
-        "macro_f1": fitter.best["macro_f1"],
-        "eval_loss": fitter.best["eval_loss"],
-        "best_epoch": fitter.best["epoch"],
-        "trainable_params": live.trainable,
-        "total_params": counts.total,
-        "train_seconds": round(train_seconds, 3),
-        "seconds_per_epoch": round(float(np.mean(fitter.epoch_seconds)), 3) if fitter.epoch_seconds else None,
-        "peak_rss_mb": round(peak_rss_mb(), 1),
-        "peak_gpu_mb": round(torch.cuda.max_memory_allocated() / 2**20, 1) if device.type == "cuda" else None,
-        "train_rows": len(train_enc),
-        "eval_rows": len(eval_enc),
+        **run_summary(
+            replace(ctx, cfg=cfg),
+            best,
+            device=str(device),
+            trainable=trainable,
+            total=total,
+            train_seconds=train_seconds,
+            seconds_per_epoch=per_epoch,
+            train_rows=len(train_enc),
+            eval_rows=len(eval_enc),
+            peak_gpu=peak_gpu_mb(device),
+        ),
         **autotune_summary(
             cfg,
             requested,
@@ -323,25 +275,7 @@ def run_training(
             train_seconds,
             RunLength(len(fitter.history), fitter.stopped_early, fitter.step),
         ),
-        **learning_check(fitter.best["accuracy"], data, cfg, plan, search is not None),
+        **learning_check(best["accuracy"], data, cfg, plan, search is not None),
     }
-    if summary["learning_flag"]:
-        cb.on_log(f"warning: {summary['learning_flag']}")
     probs = predict_probs(model, eval_enc, device)
-    art = export.save_run(
-        Path(out_dir),
-        model=model,
-        cfg=cfg,
-        info=info,
-        tokenizer=tokenizer,
-        data=data,
-        summary=summary,
-        history=fitter.history,
-        best=fitter.best,
-        eval_probs=probs,
-    )
-    summary.update(art)
-    (Path(out_dir) / "metrics.json").write_text(
-        json.dumps({**summary, "best": fitter.best, "history": fitter.history}, indent=2)
-    )
-    return summary
+    return RunOutcome(cfg, summary, best, fitter.history, probs, model=model)

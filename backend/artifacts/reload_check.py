@@ -1,7 +1,7 @@
 """Fresh-process reload check: load a run folder with the standard libraries, predict the
 stored check rows, and compare with what the training process predicted.
 
-Usage: ``python -m backend.reload_check RUN_DIR`` -> one JSON line; exit 0 when the
+Usage: ``python -m backend.artifacts.reload_check RUN_DIR`` -> one JSON line; exit 0 when the
 predicted labels are identical and probabilities agree to 1e-5.
 """
 
@@ -19,7 +19,7 @@ TOLERANCE = 1e-5
 
 
 def check_in_this_process(artifact_dir: Path) -> dict[str, Any]:
-    from backend.loading import Predictor
+    from backend.artifacts.load import Predictor
 
     stored = json.loads((artifact_dir / "check_predictions.json").read_text())
     probs = Predictor(artifact_dir).predict_proba(stored["texts"], stored["pairs"])
@@ -37,10 +37,10 @@ def check_in_this_process(artifact_dir: Path) -> dict[str, Any]:
 def run_fresh_process(artifact_dir: str | Path) -> dict[str, Any]:
     """Run the check in a new Python process (nothing shared with the trainer)."""
     proc = subprocess.run(
-        [sys.executable, "-m", "backend.reload_check", str(artifact_dir)],
+        [sys.executable, "-m", "backend.artifacts.reload_check", str(artifact_dir)],
         capture_output=True,
         text=True,
-        cwd=Path(__file__).resolve().parent.parent,
+        cwd=Path(__file__).resolve().parents[2],  # the project root: backend is importable there
     )
     lines = proc.stdout.strip().splitlines()
     if proc.returncode not in (0, 1) or not lines:

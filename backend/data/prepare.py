@@ -17,11 +17,11 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 # SUPPORTED_EXTENSIONS, file_sha256 and read_table are part of this module's public API.
-from backend.data_read import SUPPORTED_EXTENSIONS as SUPPORTED_EXTENSIONS
-from backend.data_read import column_names
-from backend.data_read import file_sha256 as file_sha256
-from backend.data_read import read_table as read_table
-from backend.data_stats import (
+from backend.data.read import SUPPORTED_EXTENSIONS as SUPPORTED_EXTENSIONS
+from backend.data.read import column_names
+from backend.data.read import file_sha256 as file_sha256
+from backend.data.read import read_table as read_table
+from backend.data.stats import (
     UsableRows,
     check_classes,
     check_eval_labels,

@@ -1,0 +1,164 @@
+"""The probe runner: features once (cached), then one head per probed layer; keep the best.
+
+Named steps: :func:`layer_features` (encoder pass or cache), :func:`train_layers` (the
+learning-rate search and head training per layer), :func:`run_probe` (the summary).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+import torch
+
+from backend.data.batching import Encoded
+from backend.data.prepare import Split
+from backend.methods.probe import Config
+from backend.methods.probe_head import ProbeHead, resolve_layer
+from backend.probing.features import cache_key, cached_features, compute_features, load_encoder
+from backend.probing.heads import search_head_lr, train_head
+from backend.training.autotune import EpochPlan, RunLength, autotune_summary, learning_check, plan_epochs
+from backend.training.callbacks import LayerInfo, TrainingCancelled
+from backend.training.config import AUTO
+from backend.training.outcome import RunContext, RunOutcome, run_summary
+from backend.training.params import count_parameters
+
+
+@dataclass
+class Features:
+    """Every layer's pooled features of both splits, and where they came from."""
+
+    train: torch.Tensor  # [layers + 1, rows, hidden]
+    eval: torch.Tensor
+    cached: bool
+    keys: list[str]  # the cache files used (deleting the job removes those no other job names)
+    device: str
+    seconds: float
+
+
+@dataclass
+class LayerResult:
+    layer: int
+    head: ProbeHead
+    best: dict[str, Any]
+    history: list[dict[str, Any]]
+    cfg: Any  # the TrainConfig with this layer's resolved numbers
+    search: dict[str, Any] | None
+
+
+def layer_features(ctx: RunContext, pcfg: Config) -> Features:
+    """Pooled features of every layer for the train and eval rows, from the cache if there."""
+    cfg, started, encoder, keys = ctx.cfg, time.perf_counter(), None, []
+
+    def features(split: Split) -> tuple[torch.Tensor, bool]:
+        key = cache_key(ctx.info, cfg.quant, split, cfg.max_length, pcfg.pooling)
+        keys.append(key)
+
+        def compute() -> torch.Tensor:
+            nonlocal encoder
+            encoder = encoder or load_encoder(ctx.info, cfg.quant, cfg.device)
+            ctx.cb.on_log(f"computing features of every layer for {len(split)} rows")
+            enc = Encoded(ctx.tokenizer, split, cfg.max_length)
+            return compute_features(encoder, enc, pcfg.pooling, ctx.info.is_decoder, cb=ctx.cb)
+
+        return cached_features(ctx.feature_cache_dir, key, compute)
+
+    (ftrain, hit_t), (feval, hit_e) = features(ctx.data.train), features(ctx.data.eval)
+    seconds = time.perf_counter() - started
+    ctx.cb.on_log(f"features {'from cache' if hit_t and hit_e else 'computed'} in {seconds:.1f}s")
+    # The encoder ran on the GPU when there is one; heads are tiny and train on the CPU.
+    device = str(next(encoder.parameters()).device) if encoder is not None else "cpu (cached features)"
+    used = keys if ctx.feature_cache_dir is not None else []
+    return Features(ftrain, feval, hit_t and hit_e, used, device, seconds)
+
+
+def train_layers(
+    ctx: RunContext, pcfg: Config, feats: Features, layers: list[int], plan: EpochPlan
+) -> tuple[list[LayerResult], float]:
+    """One head per layer (the learning rate searched per layer when "auto")."""
+    cfg, cb, data = ctx.cfg, ctx.cb, ctx.data
+    y, ye = torch.tensor(data.train.labels), np.asarray(data.eval.labels)
+    results: list[LayerResult] = []
+    search_seconds = 0.0
+    for layer in layers:
+        if cb.should_cancel():
+            raise TrainingCancelled(f"cancelled after {len(results)} of {len(layers)} layers")
+        search = None
+        if cfg.lr == AUTO:
+            search = search_head_lr(feats.train[layer], y, pcfg, cfg, data.label_names, plan.epochs, cb)
+            search_seconds += search["seconds"]
+        layer_cfg = replace(cfg, epochs=plan.epochs, lr=search["chosen"] if search else cfg.lr)
+        head, best, history = train_head(
+            feats.train[layer], y, feats.eval[layer], ye, pcfg, layer_cfg, data.label_names,
+            None if pcfg.sweep_layers else cb,
+        )  # fmt: skip
+        results.append(LayerResult(layer, head, best, history, layer_cfg, search))
+        if pcfg.sweep_layers:
+            cb.on_log(f"layer {layer}: accuracy {best['accuracy']:.4f}")
+            cb.on_layer(LayerInfo(layer, len(results), len(layers), best, history[-1]["train_loss"]))
+    return results, search_seconds
+
+
+def _layer_table(results: list[LayerResult]) -> list[dict[str, Any]]:
+    keys = ("accuracy", "macro_f1", "eval_loss")
+    return [{"layer": r.layer, **{k: r.best[k] for k in keys}} for r in results]
+
+
+def run_probe(ctx: RunContext) -> RunOutcome:
+    """Train a probe (or one per layer) on cached features; the best layer's head is kept."""
+    cfg, data = ctx.cfg, ctx.data
+    pcfg: Config = cfg.method_settings()
+    feats = layer_features(ctx, pcfg)
+    layers = (
+        list(range(feats.train.shape[0]))
+        if pcfg.sweep_layers
+        else [resolve_layer(pcfg.layer, ctx.info.num_layers)]
+    )
+    n_train, n_eval = len(data.train), len(data.eval)
+    ctx.cb.on_start(
+        {"trainable_params": None, "total_steps": None, "device": feats.device,
+         "train_rows": n_train, "eval_rows": n_eval, "layers": layers}
+    )  # fmt: skip
+    t0 = time.perf_counter()
+    plan, requested = plan_epochs(cfg, n_train), {"lr": cfg.lr, "epochs": cfg.epochs}
+    results, search_seconds = train_layers(ctx, pcfg, feats, layers, plan)
+    head_seconds = time.perf_counter() - t0
+    top = max(results, key=lambda r: (r.best["accuracy"], -r.best["eval_loss"]))
+    train_seconds = time.perf_counter() - ctx.started
+    total = count_parameters(ctx.info.path, cfg.method, cfg.method_config, tuple(data.label_names)).total
+    history = top.history
+    length = RunLength(len(history), len(history) if len(history) < plan.epochs else None, 0)
+    summary = {
+        **run_summary(
+            replace(ctx, cfg=top.cfg),
+            top.best,
+            device=feats.device,
+            trainable=sum(p.numel() for p in top.head.parameters()),
+            total=total,
+            train_seconds=train_seconds,
+            seconds_per_epoch=round(head_seconds / (len(results) * top.cfg.effective_epochs), 4),
+            train_rows=n_train,
+            eval_rows=n_eval,
+        ),
+        "layer": top.layer,
+        "feature_seconds": round(feats.seconds, 3),
+        "features_cached": feats.cached,
+        "feature_cache_keys": feats.keys,
+        "layer_accuracy": _layer_table(results) if pcfg.sweep_layers else None,
+        **autotune_summary(top.cfg, requested, plan, top.search, search_seconds, train_seconds, length),
+        **learning_check(top.best["accuracy"], data, top.cfg, plan, top.search is not None),
+    }
+    eval_probs = torch.softmax(top.head.eval()(feats.eval[top.layer]), -1).detach().numpy()
+    probe = {
+        "layer": top.layer,
+        "pooling": pcfg.pooling,
+        "head": pcfg.head,
+        "hidden_size": pcfg.hidden_size,
+        "in_features": ctx.info.hidden_size,
+        "num_labels": len(data.label_names),
+        "last_token": ctx.info.is_decoder,
+    }
+    state = {k: v.contiguous() for k, v in top.head.state_dict().items()}
+    return RunOutcome(top.cfg, summary, top.best, history, eval_probs, probe=probe, head_state=state)

@@ -1,0 +1,62 @@
+"""One training run, start to finish: data + base model + method -> summary + artifact folder.
+
+The entry point the job worker, the CLI and the benchmarks call. It picks the runner the
+method names (``MethodSpec.runner``: the training loop or the cached-feature probe), then
+writes the run folder from the runner's :class:`RunOutcome`. No database and no UI here.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from backend.artifacts.save import save_run
+from backend.catalogue import load_tokenizer, model_info
+from backend.methods import registry
+from backend.probing.run import run_probe
+from backend.training.callbacks import Callback
+from backend.training.config import TrainConfig, load_data, validate
+from backend.training.loop import run_loop
+from backend.training.outcome import RunContext, RunOutcome
+from backend.training.runtime import seed_everything
+
+RUNNERS: dict[str, Callable[[RunContext], RunOutcome]] = {"loop": run_loop, "probe": run_probe}
+
+
+def run_training(
+    cfg: TrainConfig,
+    out_dir: str | Path,
+    callback: Callback | None = None,
+    *,
+    models_cache: Path | None = None,
+    feature_cache_dir: Path | None = None,
+    checkpoint_dir: Path | None = None,
+    resume_from: Path | None = None,
+) -> dict[str, Any]:
+    """Train ``cfg``, write the artifact folder ``out_dir`` and return the summary dict."""
+    cb = callback or Callback()
+    validate(cfg)
+    data = load_data(cfg)
+    for warning in data.warnings:
+        cb.on_log(f"warning: {warning}")
+    info = model_info(cfg.model, models_cache)
+    seed_everything(cfg.seed)
+    tokenizer = load_tokenizer(info)
+    spec = registry.get(cfg.method)
+    ctx = RunContext(
+        cfg, data, info, tokenizer, cb, time.perf_counter(),
+        models_cache, feature_cache_dir,
+        checkpoint_dir if spec.resumable else None,
+        resume_from if spec.resumable else None,
+    )  # fmt: skip
+    outcome = RUNNERS[spec.runner](ctx)
+    summary = outcome.summary
+    if summary.get("learning_flag"):
+        cb.on_log(f"warning: {summary['learning_flag']}")
+    summary.update(save_run(Path(out_dir), outcome, info=info, tokenizer=tokenizer, data=data))
+    record = {**summary, "best": outcome.best, "history": outcome.history}
+    (Path(out_dir) / "metrics.json").write_text(json.dumps(record, indent=2))
+    return summary
