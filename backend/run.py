@@ -23,7 +23,7 @@ from backend.training.loop import run_loop
 from backend.training.outcome import RunContext, RunOutcome
 from backend.training.runtime import seed_everything
 
-RUNNERS: dict[str, Callable[[RunContext], RunOutcome]] = {"loop": run_loop, "probe": run_probe}
+RUNNERS: dict[str, Callable[[RunContext], RunOutcome]] = {"loop": run_loop, "cached_features": run_probe}
 
 
 def run_training(

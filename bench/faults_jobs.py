@@ -2,7 +2,7 @@
 of training followed by a resume, the database locked for 40 s, and a full disk.
 
 Each case returns a ``Result``: how many times it was tried, how many lost nothing, and what
-was seen. The harnesses are the tests' own (``tests/unit/test_checkpoint.py``,
+was seen. The harnesses are the tests' own (``tests/unit/training/test_checkpoint.py``,
 ``tests/jobs/conftest.py``), run here many more times and with production thresholds.
 """
 
@@ -32,7 +32,7 @@ from service.api import Workbench
 from tests.conftest import sentiment_rows, write_csv
 from tests.jobs.conftest import kill_workers, make_settings, wait_for, wait_running_step, wait_status
 from tests.jobs.test_db_locked import hold_write_lock
-from tests.unit import test_checkpoint as harness
+from tests.unit.training import test_checkpoint as harness
 
 Result = dict[str, Any]
 LOCK_SECONDS = 40.0

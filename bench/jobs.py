@@ -34,10 +34,10 @@ sys.path.insert(0, str(ROOT))
 
 from backend.settings import Settings, apply_environment  # noqa: E402
 from backend.training.callbacks import StepInfo  # noqa: E402
+from jobs.reporting import JobLog, JobReporter  # noqa: E402
 from jobs.runner import WORKER_NICENESS  # noqa: E402
 from jobs.schema import FINISHED, RUNNING, Job  # noqa: E402
 from jobs.supervisor import Supervisor  # noqa: E402
-from jobs.worker import JobLog, JobReporter  # noqa: E402
 from service.api import Workbench  # noqa: E402 - needs the path above
 
 SST2 = ROOT.parent / "shared" / "data" / "sst2" / "train.csv"

@@ -16,9 +16,12 @@ from typing import Any
 
 from sqlalchemy import or_, select
 
-from backend.data.prepare import ColumnMapping, file_sha256
+from backend.data.mapping import ColumnMapping
+from backend.data.read import file_sha256
+from backend.data.spec import DatasetSpec
 from backend.errors import ConfigError
 from jobs.db import Database
+from jobs.records import DatasetInfo, DatasetRemoval
 from jobs.schema import QUEUED, RUNNING, Dataset, Job
 
 GENERIC_STEMS = {"train", "training", "dev", "test", "eval", "valid", "validation", "data"}
@@ -36,7 +39,7 @@ def mapping_key(mapping: ColumnMapping) -> str:
     return "\x1f".join((mapping.text, mapping.text_pair or "", mapping.label))
 
 
-def as_dict(row: Dataset) -> dict[str, Any]:
+def as_dict(row: Dataset) -> DatasetInfo:
     """The dataset dict the API returns."""
     return {
         "id": row.id,
@@ -75,22 +78,20 @@ def _find(db: Database, sha256: str, key: str) -> Dataset | None:
         return session.scalar(query)
 
 
-def register(
-    db: Database,
-    datasets_dir: Path,
-    source: Path,
-    name: str | None,
-    mapping: ColumnMapping,
-    stats: dict[str, Any],
-) -> dict[str, Any]:
-    """Store ``source`` (already validated) and return its row, reusing an existing one."""
-    sha256, key = file_sha256(source), mapping_key(mapping)
+def register(db: Database, datasets_dir: Path, spec: DatasetSpec, name: str | None) -> DatasetInfo:
+    """Store the file ``spec`` describes (already read and checked) and return its row.
+
+    An existing row for the same content and mapping is reused. Nothing here reads the
+    file again: its hash, mapping and counts come from ``spec``.
+    """
+    source, mapping = spec.path, spec.mapping
+    sha256, key = spec.sha256, mapping_key(mapping)
     existing = _find(db, sha256, key)
     if existing is not None and Path(existing.path).is_file():
         return as_dict(existing)
     stored = store_file(source, datasets_dir, sha256)
 
-    def record(session: Any) -> dict[str, Any]:
+    def record(session: Any) -> DatasetInfo:
         # Looked up again inside the write lock: a concurrent upload may have won.
         row = session.scalar(select(Dataset).where(Dataset.sha256 == sha256, Dataset.mapping_key == key))
         if row is None:
@@ -102,10 +103,10 @@ def register(
                 text_column=mapping.text,
                 text_pair_column=mapping.text_pair,
                 label_column=mapping.label,
-                columns=stats["columns"],
-                rows=stats["rows"],
-                invalid_rows=stats.get("invalid_rows", 0),
-                label_counts=stats["label_counts"],
+                columns=list(spec.columns),
+                rows=spec.rows,
+                invalid_rows=spec.invalid_rows,
+                label_counts=dict(spec.label_counts),
             )
             session.add(row)
             session.flush()
@@ -116,7 +117,7 @@ def register(
     return db.write_for_request(record, what=f"storing the dataset {source.name}")
 
 
-def list_all(db: Database) -> list[dict[str, Any]]:
+def list_all(db: Database) -> list[DatasetInfo]:
     """Every registered dataset, newest first."""
     with db.read() as session:
         return [as_dict(r) for r in session.scalars(select(Dataset).order_by(Dataset.id.desc()))]
@@ -128,7 +129,7 @@ def get(db: Database, dataset_id: int) -> Dataset | None:
         return session.get(Dataset, dataset_id)
 
 
-def remove(db: Database, datasets_dir: Path, dataset_id: int) -> dict[str, Any]:
+def remove(db: Database, datasets_dir: Path, dataset_id: int) -> DatasetRemoval:
     """Delete a dataset's row, then its stored copy unless another row uses that file.
 
     Refused (ConfigError) while a queued or running job trains or evaluates on it: the

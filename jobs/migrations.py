@@ -8,7 +8,7 @@ database newer than this code is refused with a message instead of being damaged
 To change the schema: edit ``jobs/schema.py`` and append a function here that
 brings a database of the previous version to the new one (``ALTER TABLE ...``).
 Never edit a step that has shipped; ``tests/jobs/test_migrations.py`` keeps the
-first version's DDL to check that old files still open.
+DDL of earlier versions to check that old files still open.
 """
 
 from __future__ import annotations
@@ -31,8 +31,22 @@ def add_job_gpu(conn: Connection) -> None:
     conn.execute(text("ALTER TABLE jobs ADD COLUMN gpu INTEGER"))
 
 
+def add_metric_layer(conn: Connection) -> None:
+    """Version 3: a probe layer sweep's results get a ``layer`` column of their own.
+
+    Until now a sweep stored each layer's result under these two names with the layer
+    number in ``epoch``; those rows move it to ``layer`` and leave ``epoch`` NULL. Plain
+    SQL that SQLite and PostgreSQL both run; two UPDATEs rather than one ``SET layer =
+    epoch, epoch = NULL``, so no database's order of assignments can matter.
+    """
+    sweep_rows = "name IN ('layer_accuracy', 'layer_macro_f1')"  # frozen: the names of version 2
+    conn.execute(text("ALTER TABLE metrics ADD COLUMN layer INTEGER"))
+    conn.execute(text(f"UPDATE metrics SET layer = epoch WHERE {sweep_rows}"))
+    conn.execute(text(f"UPDATE metrics SET epoch = NULL WHERE {sweep_rows}"))
+
+
 # MIGRATIONS[i] upgrades version i + 1 to version i + 2. Version 1 is the first schema.
-MIGRATIONS: list[Migration] = [add_job_gpu]
+MIGRATIONS: list[Migration] = [add_job_gpu, add_metric_layer]
 
 
 def current_version(steps: Sequence[Migration] = MIGRATIONS) -> int:

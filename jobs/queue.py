@@ -7,41 +7,33 @@ claiming) exactly one wins and the other sees that it lost.
 The writes that end a job retry transient faults (a database locked past its busy
 timeout, a full disk while noting the reason in the log): a job must never stay
 ``running`` because one write failed once.
+
+Here: claiming queued jobs, updating and ending running ones, cancel requests, and the
+outcome file a worker leaves before its last write. Ending the job of a worker that
+stopped without ending it lives in ``jobs.stopped_worker``; the supervisors' own rows
+in ``jobs.supervisor_registry``.
 """
 
 from __future__ import annotations
 
 import json
-import logging
 import os
 import shutil
 from collections.abc import Callable, Collection, Sequence
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import delete, select, update
+from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from backend.errors import ConfigError
 from jobs.db import RETRY_ATTEMPTS, Database, retry
-from jobs.schema import (
-    CANCELLED,
-    FAILED,
-    QUEUED,
-    RUNNING,
-    SUCCEEDED,
-    Job,
-    SupervisorRow,
-    utcnow,
-)
+from jobs.schema import CANCELLED, QUEUED, RUNNING, Job, utcnow
 
-UNEXPECTED = "worker stopped unexpectedly"
 # A finished run's job fields, written by the worker before it records success: if that
 # write never lands, whoever ends the job records the success from this file instead.
 OUTCOME_FILE = "outcome.json"
 CLAIM_WINDOW = 100  # queued jobs looked at per claim when the oldest ones cannot run yet
-log = logging.getLogger("jobs.queue")
 
 
 def wants_gpu(config: dict[str, Any] | None) -> bool:
@@ -151,79 +143,6 @@ def finish(
     )
 
 
-def end_stopped_worker(
-    db: Database, job_id: int, reason: str, *, failure: str | None = None, attempts: int = RETRY_ATTEMPTS
-) -> str | None:
-    """A worker is gone without having ended its job: succeeded if it left its outcome on
-    disk, else cancelled if asked, else failed (with ``failure`` as the error if given).
-
-    Returns the message recorded, or None when the job had already ended. The message
-    also goes to the job's log before the transaction commits, so whoever sees the job
-    ended also finds the reason in its log. Transient faults are retried.
-    """
-    message = retry(
-        lambda: _end_stopped_worker(db, job_id, reason, failure),
-        what=f"job {job_id}: recording that its worker stopped",
-        attempts=attempts,
-    )
-    if message is not None and message.startswith(SUCCEEDED):
-        with db.read() as session:
-            job = session.get(Job, job_id)
-        if job is not None and job.artifact_dir:
-            tidy_succeeded(Path(job.artifact_dir))
-    return message
-
-
-def _end_stopped_worker(db: Database, job_id: int, reason: str, failure: str | None) -> str | None:
-    with db.write() as session:
-        job = session.get(Job, job_id)
-        if job is None or job.status != RUNNING:
-            return None
-        job.finished_at, job.eta_seconds = utcnow(), None
-        outcome = read_outcome(job.artifact_dir)
-        if outcome is not None:  # training had finished: a lost final write is no failure
-            for name, value in outcome.items():
-                setattr(job, name, value)
-            job.status = SUCCEEDED
-            message = (
-                f"{SUCCEEDED}: the worker finished training but stopped before recording it "
-                f"({reason}); recorded from its {OUTCOME_FILE}"
-            )
-        elif job.cancel_requested_at is not None:
-            job.status = CANCELLED
-            message = job.error = f"cancelled ({reason})"
-        else:
-            job.status, job.error_kind = FAILED, "crash"
-            message = job.error = failure or f"{UNEXPECTED} ({reason})"
-            job.error_detail = (job.error_detail or "") + (
-                f"{job.error}. The last lines the worker wrote are in {job.log_path}."
-            )
-        if job.log_path:
-            append_log_line(Path(job.log_path), f"supervisor: {message}")
-        return message
-
-
-def append_log_line(path: Path, message: str) -> bool:
-    """Add a timestamped line to a job's log file (supervisor notes beside the worker's).
-
-    Best effort: a full disk is retried briefly, then the line is dropped (False), since
-    recording the job's end in the database matters more than the note in its log.
-    """
-    stamp = utcnow().strftime("%Y-%m-%d %H:%M:%S")
-
-    def append() -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with path.open("a", encoding="utf-8") as f:
-            f.write(f"{stamp} {message}\n")
-
-    try:
-        retry(append, what=f"writing to {path}", attempts=3, first_delay=0.2)
-    except OSError as exc:
-        log.warning("could not write to %s (%s): %s", path, exc, message)
-        return False
-    return True
-
-
 # ---------------------------------------------------------------- outcome hand-off
 
 
@@ -293,37 +212,3 @@ def cancel_requests(db: Database, job_ids: Sequence[int]) -> dict[int, Any]:
             )
         )
         return {job_id: at for job_id, at in rows}
-
-
-# ---------------------------------------------------------------- supervisors
-
-
-def register_supervisor(db: Database, row: SupervisorRow) -> None:
-    """Announce a live supervisor (it heartbeats while it runs)."""
-    with db.write() as session:
-        session.merge(row)
-
-
-def supervisor_heartbeat(db: Database, token: str) -> None:
-    """Keep a supervisor's row fresh."""
-    with db.write() as session:
-        session.execute(
-            update(SupervisorRow).where(SupervisorRow.token == token).values(heartbeat_at=utcnow())
-        )
-
-
-def remove_supervisor(db: Database, token: str) -> None:
-    """A supervisor stopped cleanly."""
-    with db.write() as session:
-        session.execute(delete(SupervisorRow).where(SupervisorRow.token == token))
-
-
-def supervisors(db: Database) -> dict[str, SupervisorRow]:
-    """Every supervisor row (live or stale), by token."""
-    with db.read() as session:
-        return {row.token: row for row in session.scalars(select(SupervisorRow))}
-
-
-def fresh(at: Any, seconds: float) -> bool:
-    """True if the timestamp ``at`` lies within the last ``seconds``."""
-    return at is not None and utcnow() - at < timedelta(seconds=seconds)

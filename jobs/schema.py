@@ -161,7 +161,8 @@ class Job(Base):
 
 
 class Metric(Base):
-    """One value of a training curve: per-step loss/lr/throughput, per-epoch evaluation."""
+    """One value of a training curve: per-step loss/lr/throughput, per-epoch evaluation,
+    per-layer evaluation of a probe layer sweep (``layer`` set, ``epoch`` NULL)."""
 
     __tablename__ = "metrics"
     __table_args__ = (Index("ix_metrics_job_name_step", "job_id", "name", "step"),)
@@ -170,6 +171,7 @@ class Metric(Base):
     job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"))
     step: Mapped[int]
     epoch: Mapped[int | None]
+    layer: Mapped[int | None]  # a sweep's probed layer: 0 = embeddings, 1..L = transformer layers
     name: Mapped[str] = mapped_column(String(64))
     value: Mapped[float]
     time: Mapped[float]  # unix seconds: cheap to write on every step

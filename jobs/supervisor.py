@@ -1,25 +1,21 @@
-"""The supervisor: claims queued jobs, starts one worker per job, reaps and reconciles.
+"""The supervisor: claims queued jobs, starts one worker per job, reaps and enforces cancels.
 
 Runs inside ``python app.py`` as a daemon thread (``Supervisor(settings).start()``) or
 alone in the foreground (``python app.py worker`` -> ``run_forever()``). Any number of
 supervisors may share one database: claims are atomic, and each announces itself in
-the ``supervisors`` table so that the others can tell a job that is looked after from
-an orphan whose supervisor died.
+the ``supervisors`` table (``jobs.supervisor_registry``) so that the others can tell a
+job that is looked after from an orphan whose supervisor died.
 
 Crash safety, in short: the supervisor reaps its own workers every poll, so a worker
 that dies without ending its job (killed, out of memory) is marked failed at once; at
-start, and every few seconds after, it looks at running jobs nobody looks after: a
-live worker on this host is adopted, a dead one is marked failed, and a job on another
-host that has stopped heartbeating is marked failed.
+start, and every few seconds after, it reconciles the running jobs nobody looks after
+and the hung workers on this host (``jobs.reconcile``, a mixin of ``Supervisor``).
 
 Under faults, a job must never stay ``running`` forever: each step of a pass is guarded
 on its own (a locked database fails one step, logged, and the next poll tries again); a
-worker is forgotten only once its end is recorded; and a job on this host whose worker
-stopped heartbeating for ``hung_seconds`` (stopped, deadlocked) is killed and marked
-failed, judged only while the database has been writable long enough for the worker to
-have written its heartbeat. A cancel asks the worker to stop (it polls), then sends it
-SIGTERM after ``cancel_grace`` (it records the job as cancelled), and SIGKILLs it only if
-it is still there ``kill_grace`` later.
+worker is forgotten only once its end is recorded. A cancel asks the worker to stop (it
+polls), then sends it SIGTERM after ``cancel_grace`` (it records the job as cancelled),
+and SIGKILLs it only if it is still there ``kill_grace`` later.
 """
 
 from __future__ import annotations
@@ -39,26 +35,26 @@ import psutil
 from backend.settings import Settings
 from jobs import queue
 from jobs.db import Database, is_transient, retry
-from jobs.runner import Handle, LocalProcessRunner, Runner, describe_exit, process_alive
+from jobs.reconcile import Reconciler
+from jobs.runner import Handle, LocalProcessRunner, Runner, describe_exit
 from jobs.schema import FAILED, Job, SupervisorRow, utcnow
+from jobs.stopped_worker import end_stopped_worker
+from jobs.supervisor_registry import (
+    enter_process,
+    fresh,
+    leave_process,
+    register_supervisor,
+    remove_supervisor,
+    supervisor_heartbeat,
+)
 
 log = logging.getLogger("jobs.supervisor")
 
 POLL_SECONDS = 0.5
 HOUSEKEEPING_SECONDS = 5.0
-STALE_SECONDS = 60.0  # no heartbeat for this long: the process or its machine is gone
 CANCEL_GRACE_SECONDS = 15.0  # a worker that ignores a cancel request this long gets SIGTERM
 KILL_GRACE_SECONDS = 10.0  # ... and SIGKILL if it is still there this much later
-HUNG_SECONDS = 30.0  # six missed worker heartbeats (jobs.worker.HEARTBEAT_SECONDS is 5 s)
-_LIVE_TOKENS: set[str] = set()  # supervisors running in this process
-_WAKE_EVENTS: set[threading.Event] = set()  # one per supervisor running in this process
-
-
-def wake_local_supervisors() -> None:
-    """Tell supervisors in this process to look at the queue now (a job was just submitted),
-    instead of at their next poll."""
-    for event in list(_WAKE_EVENTS):
-        event.set()
+HUNG_SECONDS = 30.0  # six missed worker heartbeats (jobs.heartbeat.HEARTBEAT_SECONDS is 5 s)
 
 
 def gpu_count() -> int:
@@ -76,18 +72,7 @@ def default_concurrency(gpus: int) -> int:
     return max(1, gpus)
 
 
-def owner_alive(row: SupervisorRow | None, host: str) -> bool:
-    """Is the supervisor that claimed a job still running?"""
-    if row is None:
-        return False
-    if row.host != host:
-        return queue.fresh(row.heartbeat_at, STALE_SECONDS)
-    if row.pid == os.getpid():
-        return row.token in _LIVE_TOKENS
-    return process_alive(row.pid, row.process_started)
-
-
-class Supervisor:
+class Supervisor(Reconciler):
     """Runs the queue: at most ``max_concurrent`` jobs at once, each in its own process."""
 
     def __init__(
@@ -145,8 +130,7 @@ class Supervisor:
 
     def run_forever(self) -> None:
         """Reconcile, then poll until :meth:`stop` (or Ctrl-C in the foreground)."""
-        _LIVE_TOKENS.add(self.token)
-        _WAKE_EVENTS.add(self._wake)
+        enter_process(self.token, self._wake)
         try:
             while not self._stop.is_set() and not self._guarded("registering", self._register):
                 self._wake.wait(self.poll_seconds)
@@ -185,12 +169,12 @@ class Supervisor:
             return False
 
     def _housekeeping(self) -> None:
-        queue.supervisor_heartbeat(self.db, self.token)
+        supervisor_heartbeat(self.db, self.token)
         self.reconcile(at_start=False)
 
     def _register(self) -> None:
         me = psutil.Process()
-        queue.register_supervisor(
+        register_supervisor(
             self.db,
             SupervisorRow(
                 token=self.token,
@@ -205,8 +189,7 @@ class Supervisor:
         log.info("supervisor %s: up to %d job(s) at once", self.token, self.max_concurrent)
 
     def _shutdown(self) -> None:
-        _LIVE_TOKENS.discard(self.token)
-        _WAKE_EVENTS.discard(self._wake)
+        leave_process(self.token, self._wake)
         if self._kill_on_stop:
             for job_id, handle in self.handles.items():
                 self._kill_reasons[job_id] = "killed because the supervisor stopped"
@@ -216,7 +199,7 @@ class Supervisor:
                 self._guarded("reaping workers", self._reap)
                 time.sleep(0.1)
         try:
-            retry(lambda: queue.remove_supervisor(self.db, self.token), what="removing the supervisor row")
+            retry(lambda: remove_supervisor(self.db, self.token), what="removing the supervisor row")
         except Exception:  # the row goes stale and is ignored anyway
             log.exception("could not remove supervisor row")
         self.db.dispose()
@@ -274,7 +257,7 @@ class Supervisor:
             hung = self._hung.get(job_id)
             failure = f"{hung}; it was killed" if hung else None
             # Forgotten only once its end is recorded: if this raises, the next poll retries.
-            message = queue.end_stopped_worker(self.db, job_id, reason, failure=failure)
+            message = end_stopped_worker(self.db, job_id, reason, failure=failure)
             del self.handles[job_id]
             self._kill_reasons.pop(job_id, None)
             self._terminated_at.pop(job_id, None)
@@ -298,7 +281,7 @@ class Supervisor:
         requests = queue.cancel_requests(self.db, list(self.handles))
         for job_id, asked_at in requests.items():
             handle = self.handles.get(job_id)
-            if handle is None or queue.fresh(asked_at, self.cancel_grace):
+            if handle is None or fresh(asked_at, self.cancel_grace):
                 continue
             terminated_at = self._terminated_at.get(job_id)
             if terminated_at is None:
@@ -315,60 +298,3 @@ class Supervisor:
                     "cancel request and was killed"
                 )
                 self.runner.kill(handle)
-
-    # ------------------------------------------------------------ reconcile
-
-    def reconcile(self, *, at_start: bool) -> None:
-        """Adopt or end running jobs that no live supervisor looks after; end hung ones here."""
-        owners = queue.supervisors(self.db)
-        judge_hung = time.monotonic() - self._writable_since >= self.hung_seconds
-        for job in queue.running_jobs(self.db):
-            looked_after = job.id in self.handles or owner_alive(owners.get(job.claimed_by or ""), self.host)
-            if job.worker_host != self.host:
-                if not looked_after and not queue.fresh(job.heartbeat_at, STALE_SECONDS):
-                    self._end_orphan(
-                        job, f"no heartbeat from {job.worker_host} for over {STALE_SECONDS:.0f} s"
-                    )
-            elif not looked_after:
-                self._adopt_or_end(job, at_start)
-            elif judge_hung and not queue.fresh(job.heartbeat_at, self.hung_seconds):
-                self._end_hung(job)
-        self._prune_supervisors(owners)
-
-    def _adopt_or_end(self, job: Job, at_start: bool) -> None:
-        handle = None
-        if job.worker_pid is not None:
-            handle = self.runner.attach(job.id, job.worker_pid, job.worker_started or 0.0)
-        if handle is not None:
-            if queue.take_over(self.db, job.id, job.claimed_by, self.token):
-                self.handles[job.id] = handle
-                log.info("job %d: adopted live worker pid %d", job.id, handle.pid)
-            return
-        when = "at supervisor start" if at_start else "after its supervisor stopped"
-        self._end_orphan(job, f"found dead {when}")
-
-    def _end_hung(self, job: Job) -> None:
-        """A worker on this host (ours or a live peer's) stopped heartbeating: kill it, fail the job."""
-        silent = (utcnow() - job.heartbeat_at).total_seconds() if job.heartbeat_at else self.hung_seconds
-        reason = f"worker hung: no heartbeat for {silent:.0f} s"
-        handle = self.handles.get(job.id)
-        if handle is None and job.worker_pid is not None:
-            handle = self.runner.attach(job.id, job.worker_pid, job.worker_started or 0.0)
-        if handle is not None:
-            if job.id in self.handles:  # killed first: should the write below fail, the reaper
-                self._kill_reasons[job.id] = self._hung[job.id] = reason  # records the same reason
-            self.runner.kill(handle)
-        message = queue.end_stopped_worker(self.db, job.id, reason, failure=f"{reason}; it was killed")
-        if message is not None:
-            log.warning("job %d: %s", job.id, message)
-
-    def _end_orphan(self, job: Job, reason: str) -> None:
-        message = queue.end_stopped_worker(self.db, job.id, reason)
-        if message is not None:
-            log.warning("job %d: %s", job.id, message)
-
-    def _prune_supervisors(self, owners: dict[str, SupervisorRow]) -> None:
-        for token, row in owners.items():
-            gone = row.host == self.host or not queue.fresh(row.heartbeat_at, 3600)
-            if token != self.token and gone and not owner_alive(row, self.host):
-                queue.remove_supervisor(self.db, token)

@@ -6,33 +6,33 @@ straight to JSON (CLI ``--json``, the UI).
 
 from __future__ import annotations
 
-import dataclasses
 from collections import deque
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from backend.methods import registry
+from jobs.records import (
+    CompareRow,
+    ConfigDifference,
+    Confusion,
+    JobDetail,
+    JobRow,
+    LearningRate,
+    MajorityRow,
+    Series,
+)
 from jobs.schema import METRIC_COLUMNS, Dataset, Job, Metric
 
 STEP_SERIES = ("train_loss", "learning_rate", "samples_per_second")
 EPOCH_SERIES = ("eval_accuracy", "eval_macro_f1", "eval_loss", "epoch_train_loss")
-# A probe layer sweep records its layers here instead of epochs: [[layer, value]], 0 = embeddings.
+# A probe layer sweep's results, one point per layer (``Metric.layer``): [[layer, value]],
+# 0 = embeddings. A sweep has these instead of the epoch series.
 LAYER_SERIES = ("layer_accuracy", "layer_macro_f1")
 MAX_POINTS = 2000  # per series; longer curves are thinned evenly (the last point is kept)
-# The setting that best tells two runs of a method apart, and how a name shows it.
-KEY_KNOBS = {
-    "lora": "rank",
-    "prompt": "prompt_length",
-    "prefix": "prompt_length",
-    "ptuning": "prompt_length",
-    "adapter": "bottleneck",
-    "probe": "layer",
-}
-SHORT_NAMES = {"rank": "r", "prompt_length": "len", "bottleneck": "size"}
 COMPARE_FIELDS = (
     "accuracy",
     "macro_f1",
@@ -50,20 +50,14 @@ def iso(value: datetime | None) -> str | None:
 
 
 def knobs(method: str, method_config: dict[str, Any] | None) -> str:
-    """Short text of a method's key setting plus every setting changed from its default."""
+    """Short text of a method's key setting plus every setting changed from its default
+    (``MethodSpec.knob_text``: the method file says which setting names a run, and how)."""
     try:
         spec = registry.get(method)
         cfg = spec.make_config(method_config or {})
     except Exception:  # noqa: BLE001 - a row from an older version: show what it stored
         return " ".join(f"{k}={v}" for k, v in (method_config or {}).items())
-    if method == "probe" and getattr(cfg, "sweep_layers", False):
-        return "all layers"
-    parts = []
-    for f in dataclasses.fields(cfg):
-        value = getattr(cfg, f.name)
-        if f.name == KEY_KNOBS.get(method) or value != f.default:
-            parts.append(f"{SHORT_NAMES.get(f.name, f.name)}={value}")
-    return " ".join(parts)
+    return spec.knob_text(cfg)
 
 
 def default_job_name(method: str, method_config: dict[str, Any] | None, dataset: str) -> str:
@@ -72,7 +66,7 @@ def default_job_name(method: str, method_config: dict[str, Any] | None, dataset:
     return f"{method} {knob_text} · {dataset}" if knob_text else f"{method} · {dataset}"
 
 
-def job_row(job: Job, dataset_name: str | None) -> dict[str, Any]:
+def job_row(job: Job, dataset_name: str | None) -> JobRow:
     """The list view of a job."""
     return {
         "id": job.id,
@@ -101,9 +95,9 @@ def job_row(job: Job, dataset_name: str | None) -> dict[str, Any]:
     }
 
 
-def job_detail(job: Job, dataset_name: str | None, series: dict[str, Any], log_tail: int) -> dict[str, Any]:
+def job_detail(job: Job, dataset_name: str | None, series: Series, log_tail: int) -> JobDetail:
     """Everything about one job: the list row plus config, metrics, series and log."""
-    detail = job_row(job, dataset_name)
+    detail = cast(JobDetail, job_row(job, dataset_name))
     detail.update(
         config=job.config,
         metrics=job.summary,
@@ -144,19 +138,21 @@ def thin(points: list[list[float]]) -> list[list[float]]:
     return kept if kept[-1] is points[-1] else [*kept, points[-1]]
 
 
-def series(session: Session, job_id: int) -> dict[str, list[list[float]]]:
+def series(session: Session, job_id: int) -> Series:
     """Training curves: step-indexed [[step, value]], epoch-indexed [[epoch, value]] and,
     for probe sweeps, layer-indexed [[layer, value]]."""
     out: dict[str, list[list[float]]] = {name: [] for name in (*STEP_SERIES, *EPOCH_SERIES, *LAYER_SERIES)}
     rows = session.execute(
-        select(Metric.name, Metric.step, Metric.epoch, Metric.value)
+        select(Metric.name, Metric.step, Metric.epoch, Metric.layer, Metric.value)
         .where(Metric.job_id == job_id)
         .order_by(Metric.id)
     )
-    for name, step, epoch, value in rows:
-        if name in STEP_SERIES:
+    for name, step, epoch, layer, value in rows:
+        if name in LAYER_SERIES and layer is not None:
+            out[name].append([layer, value])
+        elif name in STEP_SERIES:
             out[name].append([step, value])
-        elif name in EPOCH_SERIES or name in LAYER_SERIES:  # the layer is kept in Metric.epoch
+        elif name in EPOCH_SERIES:
             out[name].append([epoch, value])
     return {name: thin(points) for name, points in out.items()}
 
@@ -180,11 +176,11 @@ def flatten(values: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     return flat
 
 
-def config_diff(configs: dict[int, dict[str, Any]]) -> list[dict[str, Any]]:
+def config_diff(configs: dict[int, dict[str, Any]]) -> list[ConfigDifference]:
     """The config fields whose values differ between jobs, each with every job's value."""
     flat = {job_id: flatten(cfg or {}) for job_id, cfg in configs.items()}
     fields = sorted({name for values in flat.values() for name in values})
-    diff = []
+    diff: list[ConfigDifference] = []
     for name in fields:
         values = {job_id: values.get(name) for job_id, values in flat.items()}
         if len({repr(v) for v in values.values()}) > 1:
@@ -192,7 +188,7 @@ def config_diff(configs: dict[int, dict[str, Any]]) -> list[dict[str, Any]]:
     return diff
 
 
-def compare_row(job: Job) -> dict[str, Any]:
+def compare_row(job: Job) -> CompareRow:
     """One row of the comparison table."""
     total, trainable = job.total_params, job.trainable_params
     percent = 100.0 * trainable / total if trainable is not None and total else None
@@ -208,18 +204,18 @@ def compare_row(job: Job) -> dict[str, Any]:
     }
 
 
-def learning_rate(job: Job) -> dict[str, Any]:
+def learning_rate(job: Job) -> LearningRate:
     """The learning rate a run trained with, and whether the search chose it."""
     summary, config = job.summary or {}, job.config or {}
     return {"lr": summary.get("lr", config.get("lr")), "lr_auto": bool(summary.get("lr_search"))}
 
 
-def majority_rows(jobs: list[Job]) -> list[dict[str, Any]]:
+def majority_rows(jobs: list[Job]) -> list[MajorityRow]:
     """The majority-class reference for each evaluation set among ``jobs`` (one row per set).
 
     Always shown beside compared runs: a run is only worth something above this line.
     """
-    rows: dict[tuple[Any, ...], dict[str, Any]] = {}
+    rows: dict[tuple[Any, ...], MajorityRow] = {}
     for job in jobs:
         baseline = (job.summary or {}).get("majority_baseline")
         if not baseline:
@@ -236,7 +232,7 @@ def per_class_f1(job: Job) -> dict[str, float] | None:
     return {label: m["f1"] for label, m in job.evaluation["per_class"].items()}
 
 
-def confusion(job: Job) -> dict[str, Any] | None:
+def confusion(job: Job) -> Confusion | None:
     """{"labels": [...], "matrix": [[...]]} at the best epoch (rows: true, columns: predicted)."""
     if not job.evaluation:
         return None

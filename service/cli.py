@@ -1,7 +1,8 @@
 """Command line: ``python app.py train|predict|export|submit|jobs|... `` (the headless contract).
 
 Job commands (submit, jobs, show, cancel, resume, delete, worker) live in
-``service.cli_jobs``; ``--db-url`` picks the job database.
+``service.cli_jobs``; ``--db-url`` picks the job database. The training flags of
+``train`` and ``submit`` are made from the settings' metadata in ``service.cli_args``.
 
 Progress goes to stderr; ``train`` ends with one JSON object as the last line of stdout.
 Exit codes: 0 success, 2 bad input (one ``error: ...`` line, no traceback), 1 other failure.
@@ -20,129 +21,8 @@ from typing import Any
 from backend.errors import WorkbenchError
 from backend.settings import Settings
 from backend.training.callbacks import Callback, EpochInfo, StepInfo
+from service.cli_args import add_train_arguments, train_config_from_args
 from service.cli_jobs import JOB_COMMANDS, add_job_commands, export_job
-
-METHOD_KEYS = ("probe", "full", "lora", "prompt", "prefix", "ptuning", "adapter", "ia3")
-# CLI shortcuts for the knobs users move most: flag -> (method config field, methods it applies to)
-KNOB_FLAGS = {
-    "rank": ("rank", {"lora"}),
-    "prompt_length": ("prompt_length", {"prompt", "prefix", "ptuning"}),
-    "bottleneck": ("bottleneck", {"adapter"}),
-}
-
-
-def add_train_arguments(p: argparse.ArgumentParser) -> None:
-    """The training flags (shared by ``train`` and ``submit``)."""
-    p.add_argument("--data", required=True, help="training file (CSV, TSV, JSONL/JSON, Parquet)")
-    p.add_argument("--eval-data", help="optional evaluation file; otherwise a stratified split")
-    p.add_argument("--text-column")
-    p.add_argument("--text-pair-column", help="second text column for sentence pairs")
-    p.add_argument("--label-column")
-    p.add_argument("--model", default="all-MiniLM-L6-v2", help="catalogue name, folder or hub id")
-    p.add_argument("--method", required=True, choices=METHOD_KEYS)
-    p.add_argument("--rank", type=int, help="LoRA rank")
-    p.add_argument("--prompt-length", type=int, help="prompt / prefix / P-tuning length")
-    p.add_argument("--bottleneck", type=int, help="bottleneck adapter size")
-    p.add_argument("--layer", help="probe layer: -1 = last, 0 = embeddings, or 'all' for a sweep")
-    p.add_argument(
-        "--set",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="any other method setting, e.g. --set pooling=cls --set placement=parallel",
-    )
-    p.add_argument("--quant", default="none", choices=("none", "8bit", "4bit"))
-    p.add_argument(
-        "--epochs",
-        default="auto",
-        help="'auto' (default: enough optimizer steps for the data, with early stopping) or a number",
-    )
-    p.add_argument("--batch-size", type=int, default=32)
-    p.add_argument("--grad-accum", type=int, default=1)
-    p.add_argument(
-        "--lr",
-        default="auto",
-        help="'auto' (default: a short search on the training data picks it) or a number, "
-        "e.g. 2e-3; 'default' uses the method's fixed default",
-    )
-    p.add_argument(
-        "--patience",
-        type=int,
-        default=3,
-        help="stop after this many epochs without improvement on the evaluation set (0: never)",
-    )
-    p.add_argument("--max-length", type=int, default=128)
-    p.add_argument("--max-train-samples", type=int)
-    p.add_argument("--eval-fraction", type=float, default=0.1)
-    p.add_argument("--drop-invalid", action="store_true", help="drop rows with missing text/label")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--device", default="auto", help="auto, cpu or cuda[:N]")
-
-
-def _parse_value(text: str) -> Any:
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        return text
-
-
-def method_config_from_args(args: argparse.Namespace) -> dict[str, Any]:
-    """Collect method settings from the shortcut flags and ``--set``; reject misapplied flags."""
-    from backend.errors import ConfigError
-
-    values: dict[str, Any] = {}
-    for flag, (field, methods) in KNOB_FLAGS.items():
-        value = getattr(args, flag)
-        if value is None:
-            continue
-        if args.method not in methods:
-            raise ConfigError(
-                f"--{flag.replace('_', '-')} applies to {', '.join(sorted(methods))}, not {args.method}"
-            )
-        values[field] = value
-    if args.layer is not None:
-        if args.method != "probe":
-            raise ConfigError(f"--layer applies to probe, not {args.method}")
-        if args.layer == "all":
-            values["sweep_layers"] = True
-        else:
-            try:
-                values["layer"] = int(args.layer)
-            except ValueError:
-                raise ConfigError(f"--layer must be an integer or 'all', not '{args.layer}'") from None
-    for item in args.set:
-        if "=" not in item:
-            raise ConfigError(f"--set expects KEY=VALUE, got '{item}'")
-        key, _, raw = item.partition("=")
-        values[key.strip()] = _parse_value(raw.strip())
-    return values
-
-
-def train_config_from_args(args: argparse.Namespace) -> Any:
-    from backend.training.config import TrainConfig
-
-    return TrainConfig(
-        data=args.data,
-        eval_data=args.eval_data,
-        text_column=args.text_column,
-        text_pair_column=args.text_pair_column,
-        label_column=args.label_column,
-        model=args.model,
-        method=args.method,
-        method_config=method_config_from_args(args),
-        quant=args.quant,
-        epochs=args.epochs,
-        batch_size=args.batch_size,
-        grad_accum=args.grad_accum,
-        lr=None if args.lr == "default" else args.lr,
-        early_stopping_patience=args.patience,
-        max_length=args.max_length,
-        max_train_samples=args.max_train_samples,
-        eval_fraction=args.eval_fraction,
-        drop_invalid=args.drop_invalid,
-        seed=args.seed,
-        device=args.device,
-    )
 
 
 class StderrProgress(Callback):
@@ -198,7 +78,7 @@ def cmd_predict(args: argparse.Namespace, settings: Settings) -> int:
 
     from backend.artifacts.csv_safe import write_csv
     from backend.artifacts.load import Predictor
-    from backend.data.prepare import read_table
+    from backend.data.read import read_table
     from backend.errors import DataError
 
     predictor = Predictor(args.artifact)
@@ -274,7 +154,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="also pack up to 64 evaluation texts with their predictions (left out by default)",
     )
-    add_job_commands(sub, common, add_train_arguments)
+    add_job_commands(sub, common)
     return parser
 
 

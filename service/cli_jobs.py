@@ -18,13 +18,12 @@ from pathlib import Path
 from typing import Any
 
 from backend.settings import Settings
+from service.cli_args import add_train_arguments, train_config_from_args
 
 WAIT_POLL_SECONDS = 0.5
 
 
-def add_job_commands(
-    sub: Any, common: argparse.ArgumentParser, add_train_arguments: Callable[..., None]
-) -> None:
+def add_job_commands(sub: Any, common: argparse.ArgumentParser) -> None:
     """Register the job subcommands on ``sub`` (``common`` carries --db-url)."""
     submit = sub.add_parser("submit", parents=[common], help="queue a training job (same flags as train)")
     add_train_arguments(submit)
@@ -65,8 +64,6 @@ def _print_json(value: Any) -> None:
 
 
 def cmd_submit(args: argparse.Namespace, settings: Settings) -> int:
-    from service.cli import train_config_from_args
-
     bench = _bench(settings)
     job_id = bench.submit(train_config_from_args(args), name=args.name)
     if not args.wait:

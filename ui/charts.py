@@ -1,18 +1,49 @@
-"""Long-format pandas DataFrames for Gradio's native plots (LinePlot, BarPlot, ScatterPlot).
+"""Gradio's native plots (LinePlot, BarPlot, ScatterPlot) and the long-format frames they draw.
 
-Pure functions of the API's dicts: no Gradio, no I/O, so they are easy to test. Every
-function returns a frame with its columns even when there is nothing to draw, because
-a plot needs its x/y columns to exist.
+:func:`plot` makes every plot the tabs show. The frames are pure functions of the API's
+dicts (no I/O), so they are easy to test; every one has its columns even when there is
+nothing to draw, because a plot needs its x/y columns to exist. Line charts of metric
+series are all built by :func:`series_frame`.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any
+from collections.abc import Iterable
+from typing import Any, TypeVar
 
+import gradio as gr
 import pandas as pd
 
 BEST, OTHER = "best layer", "other layers"
+SCORE_AXIS = (0, 1)  # accuracy and F1: a fixed axis, so plots side by side read alike
+Plot = TypeVar("Plot", gr.LinePlot, gr.BarPlot, gr.ScatterPlot)
+
+
+def plot(kind: type[Plot], x: str, y: str, title: str, *, score: bool = False, **options: Any) -> Plot:
+    """A native plot of a frame from this module (call inside a Blocks context).
+
+    ``label`` (what the page and the tests know the plot by) is ``title`` unless
+    ``options`` name one; ``score`` fixes the y axis to 0..1 for accuracy and F1. The rest
+    of ``options`` (color, axis titles, tooltip, ...) go to the plot as they are.
+    """
+    options.setdefault("label", title)
+    if score:
+        options["y_lim"] = list(SCORE_AXIS)
+    return kind(x=x, y=y, title=title, **options)
+
+
+def series_frame(
+    lines: Iterable[tuple[str, list[list[float]] | None]], x: str, y: str, color: str | None = None
+) -> pd.DataFrame:
+    """Metric series as (x, y) rows for a line plot; with ``color``, one line per name.
+
+    ``lines`` pairs a line's name with its [[x, value], ...] points (as the API's series
+    hold them); without ``color`` the names are dropped and the points drawn as one line.
+    """
+    columns = [x, y, color] if color else [x, y]
+    rows = [[p[0], p[1], name][: len(columns)] for name, points in lines for p in points or []]
+    return pd.DataFrame(rows, columns=columns)
 
 
 def run_label(job_id: int | str, name: str | None) -> str:
@@ -35,8 +66,7 @@ def token_histogram(preview: dict[str, Any]) -> pd.DataFrame:
 
 def loss_curve(series: dict[str, Any]) -> pd.DataFrame:
     """Training loss by step."""
-    points = series.get("train_loss") or []
-    return pd.DataFrame({"step": [p[0] for p in points], "loss": [p[1] for p in points]})
+    return series_frame([("train_loss", series.get("train_loss"))], "step", "loss")
 
 
 EPOCH_METRICS = {"eval_accuracy": "accuracy", "eval_macro_f1": "macro-F1"}
@@ -49,17 +79,9 @@ def is_sweep(series: dict[str, Any]) -> bool:
 
 
 def epoch_curves(series: dict[str, Any]) -> pd.DataFrame:
-    """Evaluation accuracy and macro-F1 by epoch, one ``metric`` per line.
-
-    For a probe layer sweep the ``epoch`` column holds the layer (0 = embeddings).
-    """
-    names = LAYER_METRICS if is_sweep(series) else EPOCH_METRICS
-    rows = [
-        {"epoch": p[0], "value": p[1], "metric": label}
-        for key, label in names.items()
-        for p in series.get(key) or []
-    ]
-    return pd.DataFrame(rows, columns=["epoch", "value", "metric"])
+    """Evaluation accuracy and macro-F1 by epoch (a probe sweep's: by ``layer``), one ``metric`` per line."""
+    names, x = (LAYER_METRICS, "layer") if is_sweep(series) else (EPOCH_METRICS, "epoch")
+    return series_frame(((label, series.get(key)) for key, label in names.items()), x, "value", "metric")
 
 
 def layer_accuracy(layers: list[dict[str, Any]]) -> tuple[pd.DataFrame, list[str], dict[str, Any] | None]:
@@ -99,12 +121,11 @@ def _runs(compare: dict[str, Any]) -> dict[str, str]:
 def _per_run(compare: dict[str, Any], key: str, x: str, y: str) -> pd.DataFrame:
     """Series ``key`` of every compared run as (x, y, run) rows, one ``run`` per line."""
     runs = _runs(compare)
-    rows = [
-        {x: p[0], y: p[1], "run": runs.get(str(job_id), f"#{job_id}")}
+    lines = (
+        (runs.get(str(job_id), f"#{job_id}"), series.get(key))
         for job_id, series in (compare.get("series") or {}).items()
-        for p in series.get(key) or []
-    ]
-    return pd.DataFrame(rows, columns=[x, y, "run"])
+    )
+    return series_frame(lines, x, y, "run")
 
 
 def compare_loss(compare: dict[str, Any]) -> pd.DataFrame:

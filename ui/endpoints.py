@@ -1,117 +1,49 @@
 """The app's public API for scripts: plain, typed functions over the Workbench.
 
-Each method is registered with ``gr.api`` under a fixed name (/upload_dataset,
-/launch, /jobs, /job, /cancel, /compare, /export, plus /datasets and /delete_dataset), so gradio_client
-callers get keyword arguments with JSON types and a readable error instead of
-component plumbing. The tabs call the same methods, so what a script gets is what
-the page shows. Methods raise :class:`WorkbenchError`; :func:`register` turns that
-into ``gr.Error`` for API callers, the tabs into an inline message.
+Each method is registered with ``gr.api`` under a fixed name (/upload_dataset, /launch,
+/jobs, /job, /cancel, /compare, /export, plus /datasets and /delete_dataset), so
+gradio_client callers get keyword arguments with JSON types and a readable error instead
+of component plumbing; results are the records of ``service.records`` (plain dicts). The
+tabs call the same methods, so what a script gets is what the page shows. Methods raise
+:class:`WorkbenchError`; :func:`register` turns that into ``gr.Error`` for API callers,
+the tabs into an inline message.
 
 Whoever reaches the port reaches every endpoint, so: files come only through Gradio's
-upload (never a server path), base models only from the catalogue or the hub (unless
---allow-local-models), and callers from other machines get results without tracebacks,
-pids or server paths (unless --admin-details; see ui.exposure).
+upload (never a server path; see ui.uploads), base models only from the catalogue or the
+hub (unless --allow-local-models), and callers from other machines get results without
+tracebacks, pids or server paths (unless --admin-details; see ui.callers, ui.exposure).
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
 from collections.abc import Callable
-from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import gradio as gr
 from gradio import FileData
-from gradio.context import LocalContext
-from gradio.utils import get_upload_folder
 
 from backend.errors import ConfigError, WorkbenchError
 from service.access import check_model_name
 from service.api import Workbench
-from ui.exposure import is_local_request, redact
+from service.records import (
+    CompareResult,
+    DatasetInfo,
+    DatasetRemoval,
+    DiskUsage,
+    JobDetail,
+    JobRow,
+    MethodInfo,
+    PublicDataset,
+    RunSummary,
+)
+from ui.callers import as_id, caller_is_local, str_keys
+from ui.exposure import redact
+from ui.uploads import discard_upload, public_dataset, uploaded_file
+
+T = TypeVar("T")
 
 QUANT_ALIASES = {"none": "none", "8bit": "8bit", "8-bit": "8bit", "4bit": "4bit", "4-bit": "4bit"}
-SERVER_PATH_REFUSED = (
-    "server paths are not accepted: upload the file itself "
-    "(gradio_client: handle_file('data.csv'); the web page: the Upload dataset box)"
-)
-
-
-def public_dataset(dataset: dict[str, Any]) -> dict[str, Any]:
-    """A dataset dict for API callers: ``path`` renamed ``stored_file``.
-
-    gradio_client takes any dict with a string "path" for a file to download, and
-    the stored copy is not served, so the key must not be called that.
-    """
-    out = {k: v for k, v in dataset.items() if k != "path"}
-    out["stored_file"] = dataset.get("path")
-    return out
-
-
-def uploaded_file(file: Any) -> Path:
-    """The server path of a file that came through Gradio's upload; else a ConfigError.
-
-    Gradio checks only file dicts tagged ``meta: {"_type": "gradio.FileData"}`` (those must
-    lie in its upload folder); a plain string or an untagged ``{"path": ...}`` arrives as
-    sent. So the location is checked here, after resolving symlinks and "..": anything
-    outside the upload folder would let a caller read any table the app can read.
-    """
-    raw = file.get("path") if isinstance(file, dict) else getattr(file, "path", file)
-    if not raw:
-        raise ConfigError("no file given; pass handle_file('your.csv')")
-    try:
-        path = Path(str(raw)).resolve()
-        inside = path.is_relative_to(Path(get_upload_folder()).resolve())
-    except (OSError, ValueError):  # e.g. a NUL byte, a symlink loop
-        inside = False
-    if not inside:
-        raise ConfigError(SERVER_PATH_REFUSED)
-    return path
-
-
-def discard_upload(path: Path) -> None:
-    """Remove an uploaded file once it is registered or refused (the dataset store keeps
-    its own copy), and the folder Gradio made for it. Only inside the upload folder."""
-    root = Path(get_upload_folder()).resolve()
-    if not path.is_relative_to(root) or path == root or not path.is_file():
-        return
-    path.unlink(missing_ok=True)
-    if path.parent != root:
-        with contextlib.suppress(OSError):  # not empty: someone else's upload is in it
-            path.parent.rmdir()
-
-
-def caller_is_local(request: gr.Request | None = None) -> bool:
-    """True when the caller may see server details (tracebacks, paths, pids).
-
-    ``request`` is what gr.api passes; tab handlers pass none, so Gradio's record of the
-    event being handled is asked instead. No event at all: an in-process caller (a test,
-    a script), local by definition. An event without a request fails closed.
-    """
-    request = request or LocalContext.request.get(None)
-    if request is None:
-        return not LocalContext.in_event_listener.get(False)
-    return is_local_request(request)
-
-
-def as_id(value: Any, what: str) -> int:
-    """A row id from an API caller: a whole number, else a ConfigError (not a traceback)."""
-    try:
-        if isinstance(value, bool) or float(value) != int(value):
-            raise ValueError
-        return int(value)
-    except (TypeError, ValueError, OverflowError):
-        raise ConfigError(f"{what} must be a whole number (an id), not {value!r}") from None
-
-
-def str_keys(value: Any) -> Any:
-    """``value`` with every dict key a string: JSON (and Gradio's encoder) needs that."""
-    if isinstance(value, dict):
-        return {str(k): str_keys(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [str_keys(v) for v in value]
-    return value
 
 
 class Endpoints:
@@ -120,17 +52,18 @@ class Endpoints:
     def __init__(self, api: Workbench) -> None:
         self.api = api
         # The method catalogue is fixed for the life of the process; list it once.
-        self.methods: list[dict[str, Any]] = api.list_methods()
+        self.methods: list[MethodInfo] = api.list_methods()
 
-    def shown(self, value: Any, request: gr.Request | None = None) -> Any:
-        """``value`` whole for a caller on this machine (or with --admin-details), else redacted."""
+    def shown(self, value: T, request: gr.Request | None = None) -> T:
+        """``value`` whole for a caller on this machine (or with --admin-details), else redacted
+        (ui.exposure: then a record lacks the server-only keys, such as ``log_path``)."""
         if self.api.settings.admin_details or caller_is_local(request):
             return value
         return redact(value)
 
     # ------------------------------------------------------------ lookups
 
-    def method(self, label_or_key: str) -> dict[str, Any]:
+    def method(self, label_or_key: str) -> MethodInfo:
         """The method whose key or label is ``label_or_key`` (any case)."""
         wanted = (label_or_key or "").strip().lower()
         for m in self.methods:
@@ -139,7 +72,7 @@ class Endpoints:
         names = ", ".join(f"{m['label']} ({m['key']})" for m in self.methods)
         raise ConfigError(f"unknown method '{label_or_key}'; choose one of: {names}")
 
-    def dataset(self, dataset_id: int) -> dict[str, Any]:
+    def dataset(self, dataset_id: int) -> DatasetInfo:
         """A registered dataset by id."""
         for ds in self.api.list_datasets():
             if ds["id"] == int(dataset_id):
@@ -156,7 +89,7 @@ class Endpoints:
         text_pair_column: str | None = None,
         label_column: str | None = None,
         request: gr.Request | None = None,
-    ) -> dict[str, Any]:
+    ) -> PublicDataset:
         """Register an uploaded CSV/TSV/JSONL/Parquet file (gradio_client: ``handle_file(path)``);
         columns are auto-detected unless given. Paths on the server are refused.
 
@@ -179,16 +112,16 @@ class Endpoints:
             discard_upload(path)
         return self.shown(public_dataset(dataset), request)
 
-    def delete_dataset(self, dataset_id: int, request: gr.Request | None = None) -> dict[str, Any]:
+    def delete_dataset(self, dataset_id: int, request: gr.Request | None = None) -> DatasetRemoval:
         """Delete a dataset and its stored copy; refused while a queued or running job uses it.
         Finished jobs keep their results. Returns {id, deleted, file_removed}."""
         return self.shown(self.api.delete_dataset(as_id(dataset_id, "dataset_id")), request)
 
-    def disk_usage(self) -> dict[str, int]:
+    def disk_usage(self) -> DiskUsage:
         """Bytes the data folder uses: datasets, artifacts, exports, cache and total."""
         return self.api.disk_usage()
 
-    def datasets(self, request: gr.Request | None = None) -> list[dict[str, Any]]:
+    def datasets(self, request: gr.Request | None = None) -> list[PublicDataset]:
         """Every registered dataset, newest first."""
         return self.shown([public_dataset(d) for d in self.api.list_datasets()], request)
 
@@ -205,7 +138,7 @@ class Endpoints:
         quant: str = "none",
         eval_dataset_id: int | None = None,
         name: str | None = None,
-    ) -> dict[str, Any]:
+    ) -> RunSummary:
         """Queue a training job. ``method`` is a label ("LoRA") or key ("lora");
         ``method_settings`` the method's own settings (e.g. {"rank": 8}); anything
         left out uses the method's default. ``epochs`` and ``lr`` are "auto" when left
@@ -273,21 +206,22 @@ class Endpoints:
             cfg["eval_data"] = self.dataset(eval_dataset_id)["path"]
         return cfg
 
-    def jobs(self, request: gr.Request | None = None) -> list[dict[str, Any]]:
+    def jobs(self, request: gr.Request | None = None) -> list[JobRow]:
         """Every job, newest first: id, name, status, method, knobs, progress, ETA, accuracy..."""
         return self.shown(self.api.list_jobs(), request)
 
-    def job(self, job_id: int, log_tail: int = 100, request: gr.Request | None = None) -> dict[str, Any]:
+    def job(self, job_id: int, log_tail: int = 100, request: gr.Request | None = None) -> JobDetail:
         """One job in full: config, metrics, series, log tail, error. Callers from other
         machines get no traceback, pid, host or server path (file names only)."""
         return self.shown(self.api.get_job(int(job_id), log_tail=int(log_tail)), request)
 
-    def cancel(self, job_id: int, request: gr.Request | None = None) -> dict[str, Any]:
+    def cancel(self, job_id: int, request: gr.Request | None = None) -> JobDetail:
         """Cancel a queued job now, or ask a running one to stop; returns the job."""
         return self.shown(self.api.cancel(int(job_id)), request)
 
-    def compare(self, job_ids: list[int], request: gr.Request | None = None) -> dict[str, Any]:
-        """Side-by-side table, curves, config diff, per-class F1 and confusion of jobs."""
+    def compare(self, job_ids: list[int], request: gr.Request | None = None) -> CompareResult:
+        """Side-by-side table, curves, config diff, per-class F1 and confusion of jobs (the
+        dicts keyed by job id have string keys, as JSON has)."""
         if not job_ids:
             raise ConfigError("pick at least one run to compare")
         return self.shown(str_keys(self.api.compare([int(i) for i in job_ids])), request)

@@ -1,9 +1,11 @@
-"""Method settings forms, generated from each method's field metadata, and back again.
+"""Settings forms, generated from the settings' metadata, and back again.
 
 ``Workbench.list_methods()`` describes every setting of every method (type, label,
-help, range, step, choices). This module turns that into Gradio controls, one group
-per method, and turns the controls' values back into a ``method_config`` dict. It
-knows no method by name: a new method with new settings needs no UI change.
+help, range, step, choices); ``Workbench.list_settings()`` the common ones (epochs,
+batch size...) the same way. This module turns such a description into a Gradio
+control, builds one group of controls per method, and turns the controls' values back
+into a ``method_config`` dict. It knows no method or setting by name: a new method
+with new settings needs no UI change.
 """
 
 from __future__ import annotations
@@ -79,21 +81,27 @@ def coerce(kind: str, value: Any) -> Any:
     return "" if value is None else str(value)
 
 
-def control_for(spec: dict[str, Any]) -> Component:
-    """The Gradio control for one field description from ``list_methods()``."""
-    common = {"label": spec["label"], "info": spec.get("help") or None}
+def control_for(spec: dict[str, Any], **overrides: Any) -> Component:
+    """The Gradio control for one field description from ``list_methods()`` or
+    ``list_settings()``; ``overrides`` replace its arguments (e.g. ``value``, ``info``)."""
     kind, default = spec["type"], spec["default"]
-    if spec.get("choices"):
-        widget = gr.Radio if len(spec["choices"]) <= MAX_RADIO_CHOICES else gr.Dropdown
-        return widget(choices=list(spec["choices"]), value=default, **common)
-    if kind == "bool":
-        return gr.Checkbox(value=bool(default), **common)
-    if kind in ("int", "float") and spec.get("min") is not None and spec.get("max") is not None:
+    choices = spec.get("choices")
+    args: dict[str, Any] = {"label": spec["label"], "info": spec.get("help") or None, "value": default}
+    if choices:
+        shown_as = spec.get("choice_labels") or choices
+        widget: Any = gr.Radio if len(choices) <= MAX_RADIO_CHOICES else gr.Dropdown
+        args["choices"] = list(zip(shown_as, choices, strict=True))
+    elif kind == "bool":
+        widget, args["value"] = gr.Checkbox, bool(default)
+    elif kind in ("int", "float") and spec.get("min") is not None and spec.get("max") is not None:
         step = spec.get("step") or (1 if kind == "int" else (spec["max"] - spec["min"]) / 100)
-        return gr.Slider(minimum=spec["min"], maximum=spec["max"], step=step, value=default, **common)
-    if kind in ("int", "float"):
-        return gr.Number(value=default, precision=0 if kind == "int" else None, **common)
-    return gr.Textbox(value=default or "", **common)
+        widget = gr.Slider
+        args.update(minimum=spec["min"], maximum=spec["max"], step=step)
+    elif kind in ("int", "float"):
+        widget, args["precision"] = gr.Number, 0 if kind == "int" else None
+    else:
+        widget, args["value"] = gr.Textbox, default or ""
+    return widget(**{**args, **overrides})
 
 
 def build_method_forms(methods: list[dict[str, Any]], selected: str) -> MethodForms:

@@ -164,7 +164,7 @@ def sweep_stale_uploads(settings: Settings, max_age_s: float = UPLOAD_MAX_AGE_S)
 def _warm_up(api: Any) -> None:
     """Import transformers and build the default tokenizer once, off the request path."""
     try:
-        api.count_parameters("", "lora", {})
+        api.count_parameters("", next(m["key"] for m in api.list_methods() if m["default"]), {})
     except Exception:  # only a warm-up: the real call reports problems
         log.debug("warm-up failed", exc_info=True)
 

@@ -41,10 +41,11 @@ print({{model.config.id2label[i]: float(p) for i, p in enumerate(probs[0])}})
 def merge_lora(artifact_dir: str | Path, out_zip: str | Path) -> Path:
     """Merge a succeeded LoRA run (once; later calls reuse ``merged/``) and zip it."""
     from backend.artifacts.load import read_manifest
+    from backend.methods import registry
 
     run = Path(artifact_dir)
     manifest = read_manifest(run)
-    if manifest["method"] != "lora":
+    if not any(s.key == manifest["method"] and s.mergeable for s in registry.all_methods()):
         raise ConfigError(f"only LoRA runs can be merged into the base model; this is {manifest['method']}")
     if manifest.get("quant", "none") != "none":
         raise ConfigError(

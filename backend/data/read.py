@@ -15,7 +15,7 @@ from typing import Any
 
 import pandas as pd
 
-from backend.data.stats import listing
+from backend.data.cells import column_names, listing
 from backend.errors import DataError
 
 SUPPORTED_EXTENSIONS = (".csv", ".tsv", ".jsonl", ".json", ".parquet")
@@ -37,7 +37,20 @@ def read_table(path: str | Path) -> pd.DataFrame:
     Row ``i`` of the frame is data row ``i + 1`` of the file. Raises DataError
     naming the file (and line, where there is one) for every read problem.
     """
-    p = Path(path)
+    return _read(Path(path))[0]
+
+
+def read_table_with_sha256(path: str | Path) -> tuple[pd.DataFrame, str]:
+    """``read_table``, plus the SHA-256 of the very bytes it parsed (``file_sha256``'s value).
+
+    One pass over the file: what was checked and what gets stored are named by one hash.
+    """
+    df, data = _read(Path(path))
+    return df, hashlib.sha256(data).hexdigest()
+
+
+def _read(p: Path) -> tuple[pd.DataFrame, bytes]:
+    """The table at ``p`` and the bytes it was parsed from."""
     ext = p.suffix.lower()
     if ext not in SUPPORTED_EXTENSIONS:
         raise DataError(
@@ -59,7 +72,7 @@ def read_table(path: str | Path) -> pd.DataFrame:
         found = f", only the columns {column_names(df.columns)}" if len(df.columns) else ""
         raise DataError(f"{p.name}: no data rows{found}; add rows with text and labels.")
     _check_cell_sizes(p.name, df)
-    return df
+    return df, data
 
 
 def _too_long(where: str, chars: int | None = None) -> DataError:
@@ -258,11 +271,3 @@ def _read_parquet(p: Path, data: bytes) -> pd.DataFrame:
         return pd.read_parquet(io.BytesIO(data))
     except Exception as exc:  # noqa: BLE001 - pyarrow raises many types for bad files
         raise DataError(f"{p.name}: cannot read this Parquet file ({exc}).") from None
-
-
-# ---------------------------------------------------------------- columns
-
-
-def column_names(columns: Any) -> str:
-    """Columns as a readable list for error messages."""
-    return ", ".join(repr(str(c)) for c in columns) or "(none)"

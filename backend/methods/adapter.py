@@ -9,15 +9,21 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from backend.methods.base import BuildContext, MethodSpec, check_range, knob
+from backend.methods.base import BuildContext, MethodConfig, MethodSpec, knob
 
 ADAPTER_NAME = "workbench"
 
 
 @dataclass
-class Config:
+class Config(MethodConfig):
     bottleneck: int = knob(
-        64, "Bottleneck size", "Width of the adapter's down-projection.", min=2, max=1024, step=2
+        64,
+        "Bottleneck size",
+        "Width of the adapter's down-projection.",
+        min=2,
+        max=1024,
+        step=2,
+        short="size",
     )
     placement: str = knob(
         "houlsby",
@@ -26,9 +32,6 @@ class Config:
         "pfeiffer: after the FFN only; parallel: beside the FFN, scaled (He et al.).",
         choices=("houlsby", "pfeiffer", "parallel"),
     )
-
-    def __post_init__(self) -> None:
-        check_range(self)
 
 
 def reduction_factor(hidden: int, bottleneck: int) -> float:
@@ -75,4 +78,6 @@ SPEC = MethodSpec(
     description="Small bottleneck layers inserted in every block (Houlsby/Pfeiffer/parallel); "
     "near full fine-tuning accuracy with a few % of the parameters.",
     library="adapters",
+    name_knob="bottleneck",
+    cli_flags=("bottleneck",),
 )

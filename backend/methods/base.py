@@ -1,14 +1,23 @@
-"""What every adaptation method is: a Config dataclass with UI metadata + a build function."""
+"""What every adaptation method is: a Config dataclass with UI metadata + a build function.
+
+``knob`` and ``check_range`` also describe and check the common training settings
+(``backend.training.config.TrainConfig``): one kind of metadata for every setting, so the
+UI's controls, the CLI's flags and validation all come from the same definition.
+"""
 
 from __future__ import annotations
 
 import dataclasses
+import types
+import typing
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass, field
 from typing import Any
 
 from backend.catalogue import ModelInfo
 from backend.errors import ConfigError
+
+FIELD_TYPES = {bool: "bool", int: "int", float: "float", str: "str"}
 
 
 def knob(
@@ -20,23 +29,118 @@ def knob(
     max: float | None = None,
     step: float | None = None,
     choices: tuple[str, ...] | None = None,
+    choice_labels: tuple[str, ...] | None = None,
+    exclusive: tuple[str, ...] = (),
+    short: str | None = None,
+    flag: str | None = None,
 ) -> Any:
-    """A dataclass field carrying what the UI needs to render it (slider, dropdown, checkbox)."""
-    meta = {"label": label, "help": help, "min": min, "max": max, "step": step, "choices": choices}
+    """A dataclass field carrying what the UI and the CLI need to offer it and check it.
+
+    ``min``/``max`` bound numbers (inclusive unless named in ``exclusive``); ``choices`` are
+    the allowed values (``choice_labels``: how the UI shows them); ``short`` abbreviates
+    the setting in run names (``r=8``); ``flag`` is the CLI name when it is not the field's.
+    ``default`` may be ``dataclasses.MISSING`` for a setting every run must give.
+    """
+    meta = {
+        "label": label,
+        "help": help,
+        "min": min,
+        "max": max,
+        "step": step,
+        "choices": choices,
+        "choice_labels": choice_labels,
+        "exclusive": exclusive,
+        "short": short,
+        "flag": flag,
+    }
     return field(default=default, metadata=meta)
 
 
+def range_text(meta: typing.Mapping[str, Any]) -> str:
+    """The allowed range in words: "between 1 and 256", "> 0", ">= 0 and < 1"."""
+    lo, hi, open_ends = meta.get("min"), meta.get("max"), meta.get("exclusive") or ()
+    if lo is not None and hi is not None and not open_ends:
+        return f"between {lo} and {hi}"
+    parts = []
+    if lo is not None:
+        parts.append(f"{'>' if 'min' in open_ends else '>='} {lo}")
+    if hi is not None:
+        parts.append(f"{'<' if 'max' in open_ends else '<='} {hi}")
+    return " and ".join(parts)
+
+
+def in_range(value: float, meta: typing.Mapping[str, Any]) -> bool:
+    lo, hi, open_ends = meta.get("min"), meta.get("max"), meta.get("exclusive") or ()
+    if lo is not None and (value < lo or (value == lo and "min" in open_ends)):
+        return False
+    return not (hi is not None and (value > hi or (value == hi and "max" in open_ends)))
+
+
 def check_range(cfg: Any) -> None:
-    """Reject values outside a field's declared min/max/choices, naming the field and range."""
+    """Reject values outside a field's declared min/max/choices, naming the field and range.
+
+    Only fields made with :func:`knob` are checked; None and text (e.g. "auto") pass the
+    numeric check.
+    """
     for f in dataclasses.fields(cfg):
+        meta = f.metadata
+        if "label" not in meta:
+            continue
         value = getattr(cfg, f.name)
-        lo, hi, choices = f.metadata.get("min"), f.metadata.get("max"), f.metadata.get("choices")
+        choices = meta.get("choices")
         if choices is not None and value not in choices:
-            raise ConfigError(f"{f.metadata['label']} must be one of {', '.join(choices)}, not {value!r}")
+            raise ConfigError(f"{meta['label']} must be one of {', '.join(choices)}, not {value!r}")
         if isinstance(value, bool) or not isinstance(value, int | float):
             continue
-        if (lo is not None and value < lo) or (hi is not None and value > hi):
-            raise ConfigError(f"{f.metadata['label']} must be between {lo} and {hi}, got {value}")
+        if not in_range(value, meta):
+            raise ConfigError(f"{meta['label']} must be {range_text(meta)}, got {value}")
+
+
+def value_type(hint: Any) -> type:
+    """The value type a form or flag uses: ``int | str | None`` ("auto" allowed) reads as int."""
+    if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union:
+        members = [m for m in typing.get_args(hint) if m is not type(None)]
+        return next((m for m in members if m in FIELD_TYPES), str)
+    return hint if hint in FIELD_TYPES else str
+
+
+def fields_info(cls: type) -> list[dict[str, Any]]:
+    """Every :func:`knob` field of ``cls`` as a plain dict (what forms and flags are made from)."""
+    hints = typing.get_type_hints(cls)
+    out = []
+    for f in dataclasses.fields(cls):
+        meta = f.metadata
+        if "label" not in meta:
+            continue
+        kind = value_type(hints.get(f.name, str))
+        out.append(
+            {
+                "name": f.name,
+                "label": meta["label"],
+                "help": meta["help"],
+                "type": FIELD_TYPES[kind],
+                # a number that may also be a word ("auto"): ``int | str | None``
+                "accepts_text": kind is not str and str in typing.get_args(hints.get(f.name)),
+                "default": None if f.default is MISSING else f.default,
+                "required": f.default is MISSING,
+                "min": meta["min"],
+                "max": meta["max"],
+                "step": meta["step"],
+                "choices": list(meta["choices"]) if meta["choices"] else None,
+                "choice_labels": list(meta["choice_labels"]) if meta["choice_labels"] else None,
+                "exclusive": list(meta["exclusive"]),  # bounds the value may not equal
+                "flag": meta["flag"] or f.name,
+            }
+        )
+    return out
+
+
+class MethodConfig:
+    """Base of every method's Config: values are range-checked when it is made (as peft's
+    ``PeftConfig.__post_init__`` checks its options)."""
+
+    def __post_init__(self) -> None:
+        check_range(self)
 
 
 @dataclass(frozen=True)
@@ -49,26 +153,42 @@ class BuildContext:
 
 @dataclass(frozen=True)
 class MethodSpec:
-    """One registered adaptation method."""
+    """One registered adaptation method: every fact the rest of the app asks about it."""
 
     key: str
     label: str  # what the UI shows
-    config_cls: type
+    config_cls: type[MethodConfig]
     build: Callable[[Any, Any, BuildContext], Any]
     default_lr: float
     description: str
     library: str  # "peft", "adapters", "transformers" or "own"
     freezes_base: bool = True
+    # It may train on a 4/8-bit quantized base (only a method that keeps the base frozen can:
+    # quantized weights cannot take updates; ``registry.register`` checks).
+    quantizable: bool = True
     default_epochs: int = 3
     # Log-spaced learning rates the automatic search tries (see backend.training.lr_search); a method
     # whose good range moves with a setting gives ``lr_candidates_for`` instead.
     lr_candidates: tuple[float, ...] = ()
     lr_candidates_for: Callable[[Any], tuple[float, ...]] | None = None
     # Which runner trains it (``backend.run.RUNNERS``): "loop" trains through the model's
-    # forward pass; "probe" trains heads on cached features of a frozen encoder.
+    # forward pass; "cached_features" trains heads on cached features of a frozen encoder.
     runner: str = "loop"
     resumable: bool = True  # writes per-epoch checkpoints a failed run can resume from
     mergeable: bool = False  # its update can be folded into the base weights (a plain model)
+    # The Config field that best tells two runs of the method apart: always shown in run
+    # names ("lora r=8 · sst2"); ``name_text`` may replace the whole text (None: not this run).
+    name_knob: str | None = None
+    name_text: Callable[[Any], str | None] | None = None
+    # Config fields the CLI offers as their own flags (``--rank 8``); ``cli_words`` lets a flag
+    # take a word that stands for other settings (``--layer all``: {"sweep_layers": True}).
+    cli_flags: tuple[str, ...] = ()
+    cli_words: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict, hash=False, compare=False)
+
+    @property
+    def probes_layers(self) -> bool:
+        """Its runs train heads on a frozen encoder's cached layer features (the Probing tab)."""
+        return self.runner == "cached_features"
 
     def learning_rates(self, config: Any) -> tuple[float, ...]:
         """The candidates for the automatic learning-rate search, given the method's Config."""
@@ -87,6 +207,19 @@ class MethodSpec:
                 f"it has: {', '.join(sorted(names)) or 'none'}"
             )
         return self.config_cls(**values)
+
+    def knob_text(self, config: Any) -> str:
+        """Short text of a run's settings: the name knob plus every setting changed from its
+        default ("r=16 dropout=0.2"), each abbreviated as its field declares."""
+        special = self.name_text(config) if self.name_text is not None else None
+        if special is not None:
+            return special
+        parts = []
+        for f in dataclasses.fields(config):
+            value = getattr(config, f.name)
+            if f.name == self.name_knob or value != f.default:
+                parts.append(f"{f.metadata.get('short') or f.name}={value}")
+        return " ".join(parts)
 
 
 def freeze(model: Any) -> None:

@@ -5,11 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from backend.methods.base import BuildContext, MethodSpec
+from backend.methods.base import BuildContext, MethodConfig, MethodSpec
 
 
 @dataclass
-class Config:
+class Config(MethodConfig):
     """Full fine-tuning has no method-specific knobs."""
 
 
@@ -29,4 +29,5 @@ SPEC = MethodSpec(
     description="Update every weight. Usually the most accurate; saves a full model copy.",
     library="transformers",
     freezes_base=False,
+    quantizable=False,  # quantized weights cannot take the updates
 )

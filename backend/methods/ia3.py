@@ -12,20 +12,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from backend.errors import ConfigError
-from backend.methods.base import BuildContext, MethodSpec, check_range, knob
+from backend.methods.base import BuildContext, MethodConfig, MethodSpec, knob
 
 
 @dataclass
-class Config:
+class Config(MethodConfig):
     targets: str = knob(
         "k,v + FFN",
         "IA3 targets",
         "Rescale keys, values and the FFN (the paper), or keys and values only.",
         choices=("k,v + FFN", "k,v only"),
     )
-
-    def __post_init__(self) -> None:
-        check_range(self)
 
 
 def build(model: Any, cfg: Config, ctx: BuildContext) -> Any:

@@ -5,11 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from backend.methods.base import BuildContext, MethodSpec, check_range, knob
+from backend.methods.base import BuildContext, MethodConfig, MethodSpec, knob
 
 
 @dataclass
-class Config:
+class Config(MethodConfig):
     rank: int = knob(
         8,
         "LoRA rank",
@@ -17,6 +17,7 @@ class Config:
         min=1,
         max=256,
         step=1,
+        short="r",
     )
     alpha: int = knob(
         16, "LoRA alpha", "Scaling: the update is multiplied by alpha / rank.", min=1, max=512, step=1
@@ -28,9 +29,6 @@ class Config:
         "Which weight matrices get an update: the paper's query/value projections, or every linear layer.",
         choices=("attention q,v", "all linear"),
     )
-
-    def __post_init__(self) -> None:
-        check_range(self)
 
 
 def build(model: Any, cfg: Config, ctx: BuildContext) -> Any:
@@ -58,4 +56,6 @@ SPEC = MethodSpec(
     description="Low-rank updates beside frozen weights; mergeable, so no extra inference latency.",
     library="peft",
     mergeable=True,
+    name_knob="rank",
+    cli_flags=("rank",),
 )

@@ -5,13 +5,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from backend.methods.base import BuildContext, MethodSpec, check_range, knob
+from backend.methods.base import BuildContext, MethodConfig, MethodSpec, knob
 
 
 @dataclass
-class Config:
+class Config(MethodConfig):
     prompt_length: int = knob(
-        20, "Prompt length", "Number of prefix key/value vectors per layer.", min=1, max=200, step=1
+        20,
+        "Prompt length",
+        "Number of prefix key/value vectors per layer.",
+        min=1,
+        max=200,
+        step=1,
+        short="len",
     )
     reparameterize: bool = knob(
         False,
@@ -28,9 +34,6 @@ class Config:
         max=4096,
         step=16,
     )
-
-    def __post_init__(self) -> None:
-        check_range(self)
 
 
 def build(model: Any, cfg: Config, ctx: BuildContext) -> Any:
@@ -62,4 +65,6 @@ SPEC = MethodSpec(
     description="Trainable key/value prefixes in every attention layer (deep prompts, P-tuning v2 "
     "style), with an optional MLP reparameterization.",
     library="peft",
+    name_knob="prompt_length",
+    cli_flags=("prompt_length",),
 )

@@ -9,11 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from backend.methods.base import BuildContext, MethodSpec, check_range, knob
+from backend.methods.base import BuildContext, MethodConfig, MethodSpec, knob
 
 
 @dataclass
-class Config:
+class Config(MethodConfig):
     head: str = knob(
         "linear",
         "Probe head",
@@ -43,14 +43,16 @@ class Config:
         "Train one probe per layer (nearly free with cached features) and report accuracy by layer.",
     )
 
-    def __post_init__(self) -> None:
-        check_range(self)
-
 
 def build(model: Any, cfg: Config, ctx: BuildContext) -> Any:
     from backend.methods.probe_head import ProbeModel  # torch: only once a model is built
 
     return ProbeModel(model, cfg, ctx)
+
+
+def name_text(cfg: Config) -> str | None:
+    """A layer sweep reads "all layers" in run names (and the probing tab sorts those first)."""
+    return "all layers" if cfg.sweep_layers else None
 
 
 SPEC = MethodSpec(
@@ -64,6 +66,10 @@ SPEC = MethodSpec(
     "each layer already encodes (BERTology); the cheapest method by far.",
     library="own",
     default_epochs=10,
-    runner="probe",
+    runner="cached_features",
     resumable=False,  # retrains from cached features in seconds: checkpoints would cost more
+    name_knob="layer",
+    name_text=name_text,
+    cli_flags=("layer",),
+    cli_words={"layer": {"all": {"sweep_layers": True}}},  # --layer all: one probe per layer
 )

@@ -5,13 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from backend.methods.base import BuildContext, MethodSpec, check_range, knob
+from backend.methods.base import BuildContext, MethodConfig, MethodSpec, knob
 
 
 @dataclass
-class Config:
+class Config(MethodConfig):
     prompt_length: int = knob(
-        20, "Prompt length", "Number of trainable virtual tokens.", min=1, max=200, step=1
+        20, "Prompt length", "Number of trainable virtual tokens.", min=1, max=200, step=1, short="len"
     )
     init: str = knob(
         "label words",
@@ -25,9 +25,6 @@ class Config:
         "Initialization text",
         "Text whose token embeddings start the prompt (with initialization 'text').",
     )
-
-    def __post_init__(self) -> None:
-        check_range(self)
 
 
 def build(model: Any, cfg: Config, ctx: BuildContext) -> Any:
@@ -57,4 +54,6 @@ SPEC = MethodSpec(
     description="Trainable soft-prompt tokens at the input only. Tiny artifact; strong mainly on "
     "large models.",
     library="peft",
+    name_knob="prompt_length",
+    cli_flags=("prompt_length",),
 )

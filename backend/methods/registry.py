@@ -1,6 +1,9 @@
-"""The one place methods are registered, in UI order. A duplicate key fails at import."""
+"""The one place methods are registered, in UI order. A duplicate key, or a spec whose
+facts contradict each other, fails at import."""
 
 from __future__ import annotations
+
+import dataclasses
 
 from backend.errors import ConfigError
 from backend.methods import adapter, full, ia3, lora, prefix, probe, prompt, ptuning
@@ -12,11 +15,25 @@ _REGISTRY: dict[str, MethodSpec] = {}
 def register(spec: MethodSpec) -> None:
     if spec.key in _REGISTRY:
         raise RuntimeError(f"method '{spec.key}' registered twice")
+    if spec.quantizable and not spec.freezes_base:
+        raise RuntimeError(f"method '{spec.key}' updates every weight, so it cannot train a quantized base")
+    names = {f.name for f in dataclasses.fields(spec.config_cls)}
+    named = (
+        {spec.name_knob} - {None}
+        | set(spec.cli_flags)
+        | {setting for words in spec.cli_words.values() for values in words.values() for setting in values}
+    )
+    if named - names:
+        raise RuntimeError(f"method '{spec.key}' names settings its Config lacks: {sorted(named - names)}")
+    if set(spec.cli_words) - set(spec.cli_flags):
+        raise RuntimeError(f"method '{spec.key}' gives words to flags it does not offer: {spec.cli_words}")
     _REGISTRY[spec.key] = spec
 
 
 for _module in (probe, full, lora, prompt, prefix, ptuning, adapter, ia3):
     register(_module.SPEC)
+
+DEFAULT = lora.SPEC.key  # what the UI starts with
 
 
 def get(key: str) -> MethodSpec:

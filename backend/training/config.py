@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass, field
 from typing import Any
 
 from backend.catalogue import DEFAULT_MODEL
 from backend.data.prepare import PreparedData, prepare
 from backend.errors import ConfigError
 from backend.methods import registry
+from backend.methods.base import check_range, knob
 
 QUANT_CHOICES = ("none", "8bit", "4bit")
 AUTO = "auto"
@@ -38,34 +39,100 @@ def parse_auto(name: str, value: Any, kind: type) -> Any:
 
 @dataclass
 class TrainConfig:
-    """Everything needed to reproduce a run. JSON-serialisable via :meth:`to_dict`."""
+    """Everything needed to reproduce a run. JSON-serialisable via :meth:`to_dict`.
 
-    data: str
-    method: str
-    eval_data: str | None = None
-    text_column: str | None = None
-    text_pair_column: str | None = None
-    label_column: str | None = None
-    model: str = DEFAULT_MODEL
+    Each setting carries its label, range and help (:func:`knob`): ``validate`` checks the
+    ranges, the UI's controls and the CLI's flags are made from the same metadata.
+    """
+
+    data: str = knob(MISSING, "Training data", "Training file (CSV, TSV, JSONL/JSON, Parquet).")
+    method: str  # a key of backend.methods.registry (its own list of choices)
+    eval_data: str | None = knob(
+        None,
+        "Evaluation data",
+        "Optional evaluation file; otherwise a stratified split of the training data.",
+    )
+    text_column: str | None = knob(None, "Text column", "Column holding the text (default: found by name).")
+    text_pair_column: str | None = knob(None, "Second text column", "Second text column, for sentence pairs.")
+    label_column: str | None = knob(
+        None, "Label column", "Column holding the label (default: found by name)."
+    )
+    model: str = knob(
+        DEFAULT_MODEL,
+        "Base model",
+        "The offline default, a folder in models_cache/, or a Hugging Face hub id (needs internet).",
+    )
     method_config: dict[str, Any] = field(default_factory=dict)
-    quant: str = "none"
+    quant: str = knob(
+        "none",
+        "Quantization",
+        "Load the base model in 8 or 4 bits; only a method that keeps the base frozen can train on it.",
+        choices=QUANT_CHOICES,
+        choice_labels=("none", "8-bit", "4-bit"),
+    )
     # "auto": sized from the data (enough optimizer steps); None: the method's fixed default.
-    epochs: int | str | None = AUTO
-    batch_size: int = 32
-    grad_accum: int = 1
+    epochs: int | str | None = knob(
+        AUTO,
+        "Epochs",
+        "'auto' (default: enough optimizer steps for the data, with early stopping) or a number.",
+        min=1,
+        max=100,
+        step=1,
+    )
+    batch_size: int = knob(32, "Batch size", "Examples per forward pass.", min=1, max=1024, step=1)
+    grad_accum: int = knob(
+        1, "Gradient accumulation", "Batches per optimizer step (a larger effective batch).", min=1, step=1
+    )
     # "auto": a short search on the training data picks it; None: the method's fixed default.
-    lr: float | str | None = AUTO
-    weight_decay: float = 0.01
-    warmup_ratio: float = 0.1
-    max_grad_norm: float = 1.0
-    # Stop after this many evaluations without improvement (0: never stop early).
-    early_stopping_patience: int = 3
-    max_length: int = 128
-    max_train_samples: int | None = None
-    eval_fraction: float = 0.1
-    drop_invalid: bool = False
-    seed: int = 0
-    device: str = "auto"
+    lr: float | str | None = knob(
+        AUTO,
+        "Learning rate",
+        "'auto' (default: a short search on the training data picks it) or a number, e.g. 2e-3.",
+        min=0,
+        exclusive=("min",),
+    )
+    weight_decay: float = knob(0.01, "Weight decay", "AdamW weight decay.", min=0.0)
+    warmup_ratio: float = knob(
+        0.1,
+        "Warmup ratio",
+        "Share of the optimizer steps over which the learning rate warms up.",
+        min=0.0,
+        max=1.0,
+        exclusive=("max",),
+    )
+    max_grad_norm: float = knob(
+        1.0, "Max gradient norm", "Gradients are clipped to this norm.", min=0.0, exclusive=("min",)
+    )
+    early_stopping_patience: int = knob(
+        3,
+        "Early stopping patience",
+        "Stop after this many epochs without improvement on the evaluation set (0: never).",
+        min=0,
+        step=1,
+        flag="patience",
+    )
+    max_length: int = knob(
+        128,
+        "Max length",
+        "Tokens per example; longer ones are truncated (the Data tab shows your data's lengths).",
+        min=8,
+        max=8192,
+        step=8,
+    )
+    max_train_samples: int | None = knob(
+        None, "Max training rows", "Train on at most this many rows (default: all).", min=1
+    )
+    eval_fraction: float = knob(
+        0.1,
+        "Held-out fraction",
+        "Share of the training data held out for evaluation when no evaluation file is given.",
+        min=0.0,
+        max=1.0,
+        exclusive=("min", "max"),
+    )
+    drop_invalid: bool = knob(False, "Drop invalid rows", "Drop rows with a missing text or label.")
+    seed: int = knob(0, "Seed", "Random seed of the split, the initialisation and the batch order.", min=0)
+    device: str = knob("auto", "Device", "auto, cpu or cuda[:N].")
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -97,45 +164,32 @@ class TrainConfig:
         return registry.get(self.method).make_config(self.method_config)
 
 
-def _positive(name: str, value: float | None, *, allow_zero: bool = False) -> None:
-    if value is None:
-        return
-    if value < 0 or (value == 0 and not allow_zero):
-        raise ConfigError(f"{name} must be {'>= 0' if allow_zero else '> 0'}, got {value}")
-
-
 def validate(cfg: TrainConfig) -> None:
-    """Reject impossible or unsupported settings before anything heavy runs."""
+    """Reject impossible or unsupported settings before anything heavy runs.
+
+    Ranges and choices come from the settings' metadata (:func:`check_range`); the rules
+    here are the ones a range cannot say.
+    """
     spec = registry.get(cfg.method)
     cfg.method_settings()
-    if cfg.quant not in QUANT_CHOICES:
-        raise ConfigError(f"quantization must be one of {', '.join(QUANT_CHOICES)}, not '{cfg.quant}'")
-    if cfg.quant != "none" and not spec.freezes_base:
+    cfg.epochs = parse_auto("epochs", cfg.epochs, int)
+    cfg.lr = parse_auto("learning rate", cfg.lr, float)
+    check_range(cfg)
+    if cfg.quant != "none" and not spec.quantizable:
         raise ConfigError(
             f"{spec.label} updates every weight, which cannot be done on a {cfg.quant} quantized base; "
             "choose quantization 'none' or a method that keeps the base frozen (e.g. LoRA)"
         )
-    cfg.epochs = parse_auto("epochs", cfg.epochs, int)
-    cfg.lr = parse_auto("learning rate", cfg.lr, float)
-    for name in ("batch_size", "grad_accum", "max_length", "max_train_samples"):
-        _positive(name, getattr(cfg, name))
-    for name in ("epochs", "lr"):
-        if getattr(cfg, name) != AUTO:
-            _positive(name, getattr(cfg, name))
-    _positive("early_stopping_patience", cfg.early_stopping_patience, allow_zero=True)
-    _positive("weight_decay", cfg.weight_decay, allow_zero=True)
-    if not 0 <= cfg.warmup_ratio < 1:
-        raise ConfigError(f"warmup_ratio must be in [0, 1), got {cfg.warmup_ratio}")
-    if not 0 < cfg.eval_fraction < 1:
-        raise ConfigError(f"eval_fraction must be between 0 and 1, got {cfg.eval_fraction}")
-    if cfg.max_length < 8 or cfg.max_length > 8192:
-        raise ConfigError(f"max_length must be between 8 and 8192, got {cfg.max_length}")
     if cfg.device not in ("auto", "cpu") and not cfg.device.startswith("cuda"):
         raise ConfigError(f"device must be auto, cpu or cuda[:N], not '{cfg.device}'")
 
 
-def load_data(cfg: TrainConfig) -> PreparedData:
-    """The run's data exactly as training will see it (the same checks, split and limits)."""
+def load_data(cfg: TrainConfig, *, max_rows: int | None = None) -> PreparedData:
+    """The run's data exactly as training will see it (the same checks, split and limits).
+
+    Each file is read once; ``spec`` and ``eval_spec`` of the result describe them (hash,
+    mapping, counts) for whoever stores them. ``max_rows`` adds the app's row limit.
+    """
     return prepare(
         cfg.data,
         cfg.eval_data,
@@ -146,4 +200,5 @@ def load_data(cfg: TrainConfig) -> PreparedData:
         seed=cfg.seed,
         drop_invalid=cfg.drop_invalid,
         max_train_samples=cfg.max_train_samples,
+        max_rows=max_rows,
     )

@@ -33,7 +33,7 @@ from backend.training.autotune import (
 )
 from backend.training.callbacks import Callback, EpochInfo, StepInfo, TrainingCancelled
 from backend.training.config import AUTO, TrainConfig
-from backend.training.lr_search import search_model_lr
+from backend.training.lr_search_model import search_model_lr
 from backend.training.metrics import autocast, evaluate, predict_probs
 from backend.training.outcome import RunContext, RunOutcome, run_summary
 from backend.training.params import count, count_parameters

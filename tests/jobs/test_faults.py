@@ -22,6 +22,7 @@ from jobs import queue
 from jobs.db import Database, is_transient, retry
 from jobs.runner import process_alive
 from jobs.schema import CANCELLED, FAILED, RUNNING, SUCCEEDED, Job
+from jobs.stopped_worker import end_stopped_worker
 from jobs.supervisor import Supervisor
 from service.api import Workbench
 from tests.jobs.conftest import long_job, quick_job, wait_for, wait_running_step, wait_status
@@ -83,7 +84,7 @@ def test_a_lost_success_is_recorded_from_the_outcome_file(tmp_path: Path) -> Non
     (out / "checkpoint" / "epoch-0001").mkdir(parents=True)
     job_id = add_job(db, status=RUNNING, artifact_dir=str(out), log_path=str(out / "job.log"))
     queue.write_outcome(out, {"accuracy": 0.75, "progress": 1.0, "summary": {"accuracy": 0.75}, "bogus": 1})
-    message = queue.end_stopped_worker(db, job_id, "exit code 3")
+    message = end_stopped_worker(db, job_id, "exit code 3")
     assert message is not None and message.startswith("succeeded")
     with db.read() as session:
         job = session.get(Job, job_id)
@@ -100,7 +101,7 @@ def test_a_full_disk_does_not_keep_a_job_running(tmp_path: Path, monkeypatch: py
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(Path, "open", full)
-    assert queue.end_stopped_worker(db, job_id, "exit code 1") == "worker stopped unexpectedly (exit code 1)"
+    assert end_stopped_worker(db, job_id, "exit code 1") == "worker stopped unexpectedly (exit code 1)"
     with db.read() as session:
         assert session.get(Job, job_id).status == FAILED
 

@@ -1,12 +1,19 @@
-"""Schema versioning: a database made by the first schema version still opens.
+"""Schema versioning: databases made by earlier schema versions still open.
 
-``V1_DDL`` is a frozen copy of what version 1 wrote to disk. It must never change:
-it stands for the databases users already have.
+``V1_DDL`` and ``V2_SQLITE_DDL`` / ``V2_POSTGRES_DDL`` are frozen copies of what versions
+1 and 2 wrote to disk (version 2: what ``create_all`` made, per database). They must never
+change: they stand for the databases users already have.
+
+The PostgreSQL cases run only when ``WORKBENCH_TEST_POSTGRES_URL`` names a database the
+test may fill and empty (e.g. ``postgresql+psycopg://postgres@127.0.0.1:5432/workbench_test``,
+with ``psycopg`` installed); the tables are dropped before and after.
 """
 
 from __future__ import annotations
 
+import os
 import sqlite3
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,8 +22,10 @@ from sqlalchemy.engine import Connection
 
 from backend.errors import ConfigError
 from backend.settings import Settings
+from backend.training.callbacks import LayerInfo
 from jobs import migrations
 from jobs.db import Database, make_engine
+from jobs.reporting import JobLog, JobReporter
 from service.api import Workbench
 
 V1_DDL = """
@@ -147,5 +156,188 @@ def test_version_2_records_the_gpu_a_job_holds(tmp_path: Path) -> None:
     url = v1_database(tmp_path / "old.db")
     Database(url)
     with make_engine(url).connect() as conn:
-        assert conn.execute(text("SELECT version FROM schema_version")).scalar() == 2
+        assert conn.execute(text("SELECT version FROM schema_version")).scalar() == 3
         assert conn.execute(text("SELECT id, gpu FROM jobs ORDER BY id")).all() == [(1, None), (2, None)]
+
+
+# Version 2 as a new database got it from ``create_all`` (SQLite, the default).
+V2_SQLITE_DDL = """
+CREATE TABLE datasets (
+    id INTEGER NOT NULL, name VARCHAR(200) NOT NULL, path TEXT NOT NULL,
+    sha256 VARCHAR(64) NOT NULL, mapping_key TEXT NOT NULL, text_column VARCHAR(200) NOT NULL,
+    text_pair_column VARCHAR(200), label_column VARCHAR(200) NOT NULL, columns JSON NOT NULL,
+    rows INTEGER NOT NULL, invalid_rows INTEGER NOT NULL, label_counts JSON NOT NULL,
+    created_at DATETIME NOT NULL, PRIMARY KEY (id),
+    CONSTRAINT uq_dataset_file_mapping UNIQUE (sha256, mapping_key)
+);
+CREATE TABLE supervisors (
+    token VARCHAR(64) NOT NULL, host VARCHAR(255) NOT NULL, pid INTEGER NOT NULL,
+    process_started DOUBLE NOT NULL, max_concurrent INTEGER NOT NULL,
+    started_at DATETIME NOT NULL, heartbeat_at DATETIME NOT NULL, PRIMARY KEY (token)
+);
+CREATE TABLE jobs (
+    id INTEGER NOT NULL, name VARCHAR(300) NOT NULL, status VARCHAR(16) NOT NULL,
+    method VARCHAR(32) NOT NULL, model TEXT NOT NULL, quant VARCHAR(8) NOT NULL,
+    config JSON NOT NULL, dataset_id INTEGER, eval_dataset_id INTEGER, device VARCHAR(32),
+    created_at DATETIME NOT NULL, started_at DATETIME, finished_at DATETIME,
+    claimed_by VARCHAR(64), worker_host VARCHAR(255), worker_pid INTEGER, worker_started DOUBLE,
+    gpu INTEGER, heartbeat_at DATETIME, cancel_requested_at DATETIME, progress FLOAT NOT NULL,
+    epoch INTEGER, total_epochs INTEGER, step INTEGER, total_steps INTEGER, eta_seconds DOUBLE,
+    checkpoint_epoch INTEGER, error TEXT, error_kind VARCHAR(16), error_detail TEXT,
+    artifact_dir TEXT, log_path TEXT, accuracy DOUBLE, macro_f1 DOUBLE, eval_loss DOUBLE,
+    trainable_params INTEGER, total_params INTEGER, train_seconds DOUBLE, peak_rss_mb DOUBLE,
+    adapter_bytes INTEGER, summary JSON, evaluation JSON, resumed_from_id INTEGER,
+    resume_checkpoint TEXT, PRIMARY KEY (id),
+    FOREIGN KEY(dataset_id) REFERENCES datasets (id) ON DELETE SET NULL,
+    FOREIGN KEY(eval_dataset_id) REFERENCES datasets (id) ON DELETE SET NULL,
+    FOREIGN KEY(resumed_from_id) REFERENCES jobs (id) ON DELETE SET NULL
+);
+CREATE INDEX ix_jobs_status_id ON jobs (status, id);
+CREATE TABLE metrics (
+    id INTEGER NOT NULL, job_id INTEGER NOT NULL, step INTEGER NOT NULL, epoch INTEGER,
+    name VARCHAR(64) NOT NULL, value DOUBLE NOT NULL, time DOUBLE NOT NULL, PRIMARY KEY (id),
+    FOREIGN KEY(job_id) REFERENCES jobs (id) ON DELETE CASCADE
+);
+CREATE INDEX ix_metrics_job_name_step ON metrics (job_id, name, step);
+CREATE TABLE schema_version (version INTEGER NOT NULL);
+"""
+
+# The same version 2 on PostgreSQL.
+V2_POSTGRES_DDL = """
+CREATE TABLE datasets (
+    id SERIAL NOT NULL, name VARCHAR(200) NOT NULL, path TEXT NOT NULL,
+    sha256 VARCHAR(64) NOT NULL, mapping_key TEXT NOT NULL, text_column VARCHAR(200) NOT NULL,
+    text_pair_column VARCHAR(200), label_column VARCHAR(200) NOT NULL, columns JSON NOT NULL,
+    rows INTEGER NOT NULL, invalid_rows INTEGER NOT NULL, label_counts JSON NOT NULL,
+    created_at TIMESTAMP WITHOUT TIME ZONE NOT NULL, PRIMARY KEY (id),
+    CONSTRAINT uq_dataset_file_mapping UNIQUE (sha256, mapping_key)
+);
+CREATE TABLE supervisors (
+    token VARCHAR(64) NOT NULL, host VARCHAR(255) NOT NULL, pid INTEGER NOT NULL,
+    process_started DOUBLE PRECISION NOT NULL, max_concurrent INTEGER NOT NULL,
+    started_at TIMESTAMP WITHOUT TIME ZONE NOT NULL,
+    heartbeat_at TIMESTAMP WITHOUT TIME ZONE NOT NULL, PRIMARY KEY (token)
+);
+CREATE TABLE jobs (
+    id SERIAL NOT NULL, name VARCHAR(300) NOT NULL, status VARCHAR(16) NOT NULL,
+    method VARCHAR(32) NOT NULL, model TEXT NOT NULL, quant VARCHAR(8) NOT NULL,
+    config JSON NOT NULL, dataset_id INTEGER, eval_dataset_id INTEGER, device VARCHAR(32),
+    created_at TIMESTAMP WITHOUT TIME ZONE NOT NULL, started_at TIMESTAMP WITHOUT TIME ZONE,
+    finished_at TIMESTAMP WITHOUT TIME ZONE, claimed_by VARCHAR(64), worker_host VARCHAR(255),
+    worker_pid INTEGER, worker_started DOUBLE PRECISION, gpu INTEGER,
+    heartbeat_at TIMESTAMP WITHOUT TIME ZONE, cancel_requested_at TIMESTAMP WITHOUT TIME ZONE,
+    progress FLOAT NOT NULL, epoch INTEGER, total_epochs INTEGER, step INTEGER,
+    total_steps INTEGER, eta_seconds DOUBLE PRECISION, checkpoint_epoch INTEGER, error TEXT,
+    error_kind VARCHAR(16), error_detail TEXT, artifact_dir TEXT, log_path TEXT,
+    accuracy DOUBLE PRECISION, macro_f1 DOUBLE PRECISION, eval_loss DOUBLE PRECISION,
+    trainable_params INTEGER, total_params INTEGER, train_seconds DOUBLE PRECISION,
+    peak_rss_mb DOUBLE PRECISION, adapter_bytes INTEGER, summary JSON, evaluation JSON,
+    resumed_from_id INTEGER, resume_checkpoint TEXT, PRIMARY KEY (id),
+    FOREIGN KEY(dataset_id) REFERENCES datasets (id) ON DELETE SET NULL,
+    FOREIGN KEY(eval_dataset_id) REFERENCES datasets (id) ON DELETE SET NULL,
+    FOREIGN KEY(resumed_from_id) REFERENCES jobs (id) ON DELETE SET NULL
+);
+CREATE INDEX ix_jobs_status_id ON jobs (status, id);
+CREATE TABLE metrics (
+    id SERIAL NOT NULL, job_id INTEGER NOT NULL, step INTEGER NOT NULL, epoch INTEGER,
+    name VARCHAR(64) NOT NULL, value DOUBLE PRECISION NOT NULL, time DOUBLE PRECISION NOT NULL,
+    PRIMARY KEY (id), FOREIGN KEY(job_id) REFERENCES jobs (id) ON DELETE CASCADE
+);
+CREATE INDEX ix_metrics_job_name_step ON metrics (job_id, name, step);
+CREATE TABLE schema_version (version INTEGER NOT NULL);
+"""
+
+# Rows as version 2 wrote them, in SQL both databases read (ids left to the database, so a
+# PostgreSQL sequence stays in step): a LoRA run and a probe layer sweep, whose reporter kept
+# each layer's number in ``epoch`` and the layers done so far in ``step``.
+V2_ROWS = """
+INSERT INTO schema_version VALUES (2);
+INSERT INTO datasets (name, path, sha256, mapping_key, text_column, label_column, columns, rows,
+    invalid_rows, label_counts, created_at)
+VALUES ('reviews', '/data/reviews.csv', 'abc', 'text||label', 'text', 'label',
+    '["text", "label"]', 10, 0, '{"neg": 5, "pos": 5}', '2024-01-02 03:04:05.000000');
+INSERT INTO jobs (name, status, method, model, quant, config, dataset_id, created_at, progress)
+VALUES ('lora r=8 · reviews', 'succeeded', 'lora', 'all-MiniLM-L6-v2', 'none',
+    '{"method": "lora", "method_config": {"rank": 8}}', 1, '2024-01-02 03:04:06.000000', 1.0);
+INSERT INTO jobs (name, status, method, model, quant, config, dataset_id, created_at, progress,
+    epoch, total_epochs, accuracy, summary)
+VALUES ('probe all layers · reviews', 'succeeded', 'probe', 'all-MiniLM-L6-v2', 'none',
+    '{"method": "probe", "method_config": {"sweep_layers": true}}', 1,
+    '2024-01-02 03:04:07.000000', 1.0, 3, 3, 0.9, '{"accuracy": 0.9}');
+INSERT INTO metrics (job_id, step, epoch, name, value, time) VALUES
+    (1, 1, 1, 'train_loss', 0.7, 1704164646.0),
+    (1, 2, 1, 'eval_accuracy', 0.8, 1704164647.0),
+    (2, 1, 0, 'layer_accuracy', 0.6, 1704164650.0),
+    (2, 1, 0, 'layer_macro_f1', 0.55, 1704164650.0),
+    (2, 2, 1, 'layer_accuracy', 0.9, 1704164651.0),
+    (2, 2, 1, 'layer_macro_f1', 0.88, 1704164651.0),
+    (2, 3, 2, 'layer_accuracy', 0.7, 1704164652.0),
+    (2, 3, 2, 'layer_macro_f1', 0.66, 1704164652.0);
+"""
+V2_TABLES = ("metrics", "jobs", "datasets", "supervisors", "schema_version")
+POSTGRES_URL = os.environ.get("WORKBENCH_TEST_POSTGRES_URL")
+
+
+def statements(script: str) -> list[str]:
+    """The statements of a script (none of ours has a ';' inside a literal)."""
+    return [part.strip() for part in script.split(";") if part.strip()]
+
+
+def drop_v2_tables(url: str) -> None:
+    with make_engine(url).begin() as conn:
+        conn.execute(text(f"DROP TABLE IF EXISTS {', '.join(V2_TABLES)} CASCADE"))
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def v2_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A database exactly as version 2 of the app made it, with a sweep stored the old way."""
+    if request.param == "sqlite":
+        with sqlite3.connect(tmp_path / "v2.db") as conn:
+            conn.executescript(V2_SQLITE_DDL + V2_ROWS)
+        yield f"sqlite:///{tmp_path / 'v2.db'}"
+        return
+    if not POSTGRES_URL:
+        pytest.skip("set WORKBENCH_TEST_POSTGRES_URL to a PostgreSQL database this test may fill and empty")
+    drop_v2_tables(POSTGRES_URL)
+    with make_engine(POSTGRES_URL).begin() as conn:
+        for statement in statements(V2_POSTGRES_DDL + V2_ROWS):
+            conn.exec_driver_sql(statement)
+    yield POSTGRES_URL
+    drop_v2_tables(POSTGRES_URL)
+
+
+def test_version_3_moves_sweep_results_from_epoch_to_layer(v2_url: str, tmp_path: Path) -> None:
+    bench = Workbench(Settings(data_dir=tmp_path, models_cache=tmp_path / "m", db_url=v2_url))  # migrates
+    with bench.db.engine.connect() as conn:
+        assert conn.execute(text("SELECT version FROM schema_version")).scalar() == 3
+        rows = conn.execute(text("SELECT job_id, step, epoch, layer, name FROM metrics ORDER BY id")).all()
+    assert [tuple(r) for r in rows] == [
+        (1, 1, 1, None, "train_loss"),  # epoch curves keep their epoch
+        (1, 2, 1, None, "eval_accuracy"),
+        (2, 1, None, 0, "layer_accuracy"),  # a sweep's layer moved out of epoch
+        (2, 1, None, 0, "layer_macro_f1"),
+        (2, 2, None, 1, "layer_accuracy"),
+        (2, 2, None, 1, "layer_macro_f1"),
+        (2, 3, None, 2, "layer_accuracy"),
+        (2, 3, None, 2, "layer_macro_f1"),
+    ]
+    sweep = bench.get_job(2, log_tail=0)["series"]
+    assert sweep["layer_accuracy"] == [[0, 0.6], [1, 0.9], [2, 0.7]]
+    assert sweep["layer_macro_f1"] == [[0, 0.55], [1, 0.88], [2, 0.66]]
+    assert not sweep["eval_accuracy"]
+    lora = bench.get_job(1, log_tail=0)["series"]
+    assert lora["eval_accuracy"] == [[1, 0.8]] and not lora["layer_accuracy"]
+    assert migrations.upgrade(bench.db.engine) == 3  # a second start changes nothing
+    # The upgraded table takes what a sweep writes now.
+    reporter = JobReporter(bench.db, 2, JobLog(tmp_path / "job.log"))
+    reporter.on_layer(LayerInfo(3, 4, 4, {"accuracy": 0.5, "macro_f1": 0.4}, train_loss=0.6))
+    assert bench.get_job(2, log_tail=0)["series"]["layer_accuracy"][-1] == [3, 0.5]
+
+
+def test_a_version_2_sqlite_file_upgrades_to_what_a_new_one_gets(tmp_path: Path) -> None:
+    with sqlite3.connect(tmp_path / "v2.db") as conn:
+        conn.executescript(V2_SQLITE_DDL + V2_ROWS)
+    url, fresh = f"sqlite:///{tmp_path / 'v2.db'}", f"sqlite:///{tmp_path / 'new.db'}"
+    Database(url)
+    Database(fresh)
+    assert columns(url) == columns(fresh)

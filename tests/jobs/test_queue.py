@@ -13,8 +13,8 @@ import pytest
 
 from backend.errors import ConfigError
 from backend.training.checkpoint import last_epoch
+from jobs.outcome import OOM_MESSAGE, explain_failure
 from jobs.supervisor import Supervisor
-from jobs.worker import OOM_MESSAGE, explain_failure
 from service.api import Workbench
 from tests.jobs.conftest import long_job, quick_job, wait_for, wait_running_step, wait_status
 

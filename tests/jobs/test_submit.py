@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
 import threading
+from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -92,6 +95,46 @@ def test_submit_stores_copies_and_names_the_job(bench: Workbench, data_dir: Path
     assert job["config"]["eval_data"] == stored["medium"]
     assert job["config"]["label_column"] == "label"  # resolved, so the job is reproducible
     assert job["artifact_dir"].endswith(f"job-{job_id}")
+
+
+def count_opens(monkeypatch: pytest.MonkeyPatch) -> Counter[Path]:
+    """Every ``Path.open`` from now on, by resolved path (``read_bytes`` opens through it)."""
+    opens: Counter[Path] = Counter()
+    real_open = Path.open
+
+    def counting_open(self: Path, *args: Any, **kwargs: Any) -> Any:
+        opens[self.resolve()] += 1
+        return real_open(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "open", counting_open)
+    return opens
+
+
+def test_each_file_is_read_once_per_register_and_submit(
+    bench: Workbench, data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    train, dev = tmp_path / "reviews.csv", tmp_path / "dev.csv"
+    train.write_bytes((data_dir / "tiny.csv").read_bytes())
+    dev.write_bytes((data_dir / "medium.csv").read_bytes())
+    opens = count_opens(monkeypatch)
+    bench.register_dataset(train)
+    assert opens[train.resolve()] == 1  # checked, hashed and counted from one read
+    opens.clear()
+    bench.submit(quick_job(train, eval_data=str(dev)))
+    assert opens[train.resolve()] == 1 and opens[dev.resolve()] == 1
+
+
+def test_a_registered_row_stores_what_the_one_read_found(bench: Workbench, tmp_path: Path) -> None:
+    gaps = tmp_path / "gaps.csv"
+    rows = [("good", "b"), ("", "a"), ("fine", "a"), ("ok", "b"), ("nice", "a"), ("meh", "b")]
+    pd.DataFrame(rows, columns=["text", "label"]).assign(id=range(6)).to_csv(gaps, index=False)
+    stored = bench.register_dataset(gaps)
+    assert stored["rows"] == 6 and stored["invalid_rows"] == 1
+    assert stored["columns"] == ["text", "label", "id"]
+    assert stored["label_counts"] == {"a": 2, "b": 3}
+    assert stored["mapping"] == {"text": "text", "text_pair": None, "label": "label"}
+    assert stored["sha256"] == hashlib.sha256(gaps.read_bytes()).hexdigest()
+    assert Path(stored["path"]).read_bytes() == gaps.read_bytes()
 
 
 def test_catalogue(bench: Workbench) -> None:

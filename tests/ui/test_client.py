@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from tests.ui.conftest import Server, start_server, stop_server, wait_finished
-from tests.unit.test_cli import cli
+from tests.unit.service.test_cli import cli
 
 QUICK = {"epochs": 1, "max_length": 32, "batch_size": 16}
 PUBLIC = ("/upload_dataset", "/delete_dataset", "/launch", "/jobs", "/job", "/cancel", "/compare", "/export")

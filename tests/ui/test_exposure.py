@@ -14,8 +14,9 @@ from gradio.utils import get_upload_folder
 
 from backend.errors import ConfigError
 from service.access import check_model_name
-from ui.endpoints import SERVER_PATH_REFUSED, caller_is_local, uploaded_file
+from ui.callers import caller_is_local
 from ui.exposure import TRACEBACK_HIDDEN, is_local_request, redact
+from ui.uploads import SERVER_PATH_REFUSED, uploaded_file
 
 CATALOGUE = ["all-MiniLM-L6-v2", "tiny-bert"]
 

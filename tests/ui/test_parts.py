@@ -16,7 +16,7 @@ from backend.errors import ConfigError
 from backend.settings import PROJECT_ROOT, Settings
 from service.api import Workbench
 from ui import charts, tables
-from ui.endpoints import as_id, discard_upload
+from ui.callers import as_id
 from ui.forms import build_method_forms, coerce, control_for
 from ui.server import (
     AUTH_ON_COMMAND_LINE,
@@ -29,6 +29,7 @@ from ui.server import (
     sweep_stale_uploads,
 )
 from ui.tabs.data import disk_line, human_bytes
+from ui.uploads import discard_upload
 
 
 @pytest.fixture(scope="module")
@@ -100,8 +101,34 @@ def test_a_layer_sweep_plots_layers_not_epochs() -> None:
     assert list(charts.epoch_curves(series)["epoch"]) == [1, 2, 3, 1, 2, 3]
     sweep = {"layer_accuracy": [[0, 0.6], [1, 0.7]], "layer_macro_f1": [[0, 0.5], [1, 0.6]]}
     assert charts.is_sweep(sweep)
-    assert list(charts.epoch_curves(sweep)["epoch"]) == [0, 1, 0, 1]  # 0 = embeddings
+    assert list(charts.epoch_curves(sweep)["layer"]) == [0, 1, 0, 1]  # 0 = embeddings
     assert charts.compare_eval({"table": [{"id": 4, "name": "probe"}], "series": {"4": sweep}}).empty
+
+
+def test_series_frames_draw_one_line_per_name_or_a_single_line() -> None:
+    lines = [("a", [[1, 0.5], [2, 0.25]]), ("b", None), ("c", [[1, 0.75]])]
+    frame = charts.series_frame(lines, "step", "loss", "run")
+    assert frame.values.tolist() == [[1, 0.5, "a"], [2, 0.25, "a"], [1, 0.75, "c"]]
+    single = charts.series_frame(lines, "step", "loss")
+    assert list(single.columns) == ["step", "loss"] and list(single["loss"]) == [0.5, 0.25, 0.75]
+    empty = charts.series_frame([("a", [])], "epoch", "value", "metric")
+    assert empty.empty and list(empty.columns) == ["epoch", "value", "metric"]
+    assert list(charts.loss_curve({"train_loss": [[1, 0.7], [2, 0.6]]}).columns) == ["step", "loss"]
+
+
+def test_plots_are_labelled_by_their_title_and_scores_run_from_0_to_1() -> None:
+    with gr.Blocks():
+        loss = charts.plot(gr.LinePlot, "step", "loss", "Training loss", color="run", y_lim=[0, None])
+        f1 = charts.plot(gr.BarPlot, "bar", "f1", "Per-class F1", label="F1", score=True, x_label_angle=-30)
+    assert (loss.x, loss.y, loss.color, loss.title, loss.label) == (
+        "step",
+        "loss",
+        "run",
+        *["Training loss"] * 2,
+    )
+    assert loss.y_lim == [0, None]
+    assert isinstance(f1, gr.BarPlot)
+    assert (f1.title, f1.label, f1.y_lim, f1.x_label_angle) == ("Per-class F1", "F1", [0, 1], -30)
 
 
 COMPARE = {
@@ -462,3 +489,22 @@ def test_the_runs_tick_sends_only_what_changed(tmp_path: Path, tiny_csv: Path) -
     shown = handlers.tick(job_id, moved[-1])  # a job picked: its details are sent
     assert "cancelled" in str(shown[1]) and not skipped(shown[3])
     assert all(map(skipped, handlers.tick(job_id, shown[-1])[3:9]))
+
+
+def test_the_public_endpoints_return_their_records(tmp_path: Path, tiny_csv: Path) -> None:
+    """What /datasets and /launch build on top of the Workbench's records (tests/jobs/test_records.py)."""
+    from service.records import PublicDataset, RunSummary
+    from tests.jobs.test_records import assert_record
+    from ui.endpoints import Endpoints
+
+    data = tmp_path / "data"
+    bench = Workbench(
+        Settings(
+            data_dir=data, models_cache=Settings.from_env().models_cache, db_url=f"sqlite:///{data / 'w.db'}"
+        )
+    )
+    bench.register_dataset(tiny_csv)
+    endpoints = Endpoints(bench)
+    (dataset,) = endpoints.datasets()
+    assert_record(dataset, PublicDataset)
+    assert_record(endpoints.launch(dataset["id"], "LoRA", epochs=1, max_length=16), RunSummary)

@@ -73,34 +73,29 @@ def _plots() -> list[Any]:
     """Loss, accuracy, accuracy-vs-size and per-class F1 charts (no fixed height: it would
     cut off the legend)."""
     with gr.Row():
-        loss = gr.LinePlot(x="step", y="loss", color="run", title="Training loss", label="Training loss")
-        evals = gr.LinePlot(
-            x="epoch",
-            y="accuracy",
-            color="run",
-            title="Evaluation accuracy per epoch",
-            label="Evaluation accuracy per epoch",
-            y_lim=[0, 1],
+        loss = charts.plot(gr.LinePlot, "step", "loss", "Training loss", color="run")
+        evals = charts.plot(
+            gr.LinePlot, "epoch", "accuracy", "Evaluation accuracy per epoch", color="run", score=True
         )
     with gr.Row():
-        scatter = gr.ScatterPlot(
-            x="log10_params",
-            y="accuracy",
+        scatter = charts.plot(
+            gr.ScatterPlot,
+            "log10_params",
+            "accuracy",
+            "Accuracy vs trainable parameters",
             color="run",
-            y_lim=[0, 1],
-            title="Accuracy vs trainable parameters",
-            label="Accuracy vs trainable parameters",
+            score=True,
             x_title="log₁₀ trainable parameters",
             tooltip=["trainable", "accuracy", "run"],
         )
-        f1 = gr.BarPlot(
-            x="bar",
-            y="f1",
+        f1 = charts.plot(
+            gr.BarPlot,
+            "bar",
+            "f1",
+            "Per-class F1",
             color="run",
-            title="Per-class F1",
-            label="Per-class F1",
+            score=True,
             x_title="class · run",
-            y_lim=[0, 1],
             x_label_angle=-30,
         )
     return [loss, evals, scatter, f1]

@@ -1,4 +1,5 @@
-"""Export tab: pick a run, download its adapter zip; for LoRA also a merged model."""
+"""Export tab: pick a run, download its adapter zip; for a mergeable method (LoRA) also a
+merged model."""
 
 from __future__ import annotations
 
@@ -54,9 +55,13 @@ class _Handlers:
         return (
             gr.DownloadButton(value=str(path), interactive=True),
             describe_zip(path),
-            gr.update(visible=method == "lora"),
+            gr.update(visible=self.mergeable(method)),
             merged,
         )
+
+    def mergeable(self, method: str) -> bool:
+        """Whether a run of ``method`` can be folded into its base (the method's fact)."""
+        return any(m["key"] == method and m["mergeable"] for m in self.endpoints.methods)
 
     def merge(self, job_id: int | None) -> tuple[Any, str]:
         """Merge a LoRA run into its base and offer the result."""

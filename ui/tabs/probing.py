@@ -19,7 +19,8 @@ HOW_TO = (
 
 def probe_choices(endpoints: Endpoints) -> list[tuple[str, int]]:
     """Succeeded probing runs, sweeps first."""
-    probes = [j for j in endpoints.jobs() if j["method"] == "probe" and j["status"] == "succeeded"]
+    layered = {m["key"] for m in endpoints.methods if m["probes_layers"]}
+    probes = [j for j in endpoints.jobs() if j["method"] in layered and j["status"] == "succeeded"]
     probes.sort(key=lambda j: j.get("knobs") != "all layers")
     return [(charts.run_label(j["id"], j["name"]), j["id"]) for j in probes]
 
@@ -54,13 +55,13 @@ def build_probing_tab(endpoints: Endpoints, tab: gr.Tab) -> None:
         run = gr.Dropdown(label="Probing run", choices=[], interactive=True, scale=4)
         refresh = gr.Button("Refresh list", size="sm", scale=1)
     best = gr.Markdown()
-    plot = gr.BarPlot(
-        x="layer",
-        y="accuracy",
+    plot = charts.plot(
+        gr.BarPlot,
+        "layer",
+        "accuracy",
+        "Accuracy by layer",
         color="marker",
-        title="Accuracy by layer",
-        label="Accuracy by layer",
-        y_lim=[0, 1],
+        score=True,
         tooltip="all",
         color_map={charts.BEST: "#f97316", charts.OTHER: "#64748b"},
     )

@@ -200,51 +200,56 @@ class _Handlers:
         return done(f"Deleted job #{selected} and its files."), None
 
 
-def evaluation_plot(title: str, label: str, x_title: str, **extra: Any) -> gr.LinePlot:
-    """Accuracy and macro-F1 (0 to 1) against charts.epoch_curves' "epoch" column."""
-    return gr.LinePlot(
-        x="epoch", y="value", color="metric", title=title, label=label, x_title=x_title, y_lim=[0, 1], **extra
+def evaluation_plot(title: str, label: str, x: str, x_title: str, **extra: Any) -> gr.LinePlot:
+    """Accuracy and macro-F1 (0 to 1) against charts.epoch_curves' ``x`` column (epoch or layer)."""
+    return charts.plot(
+        gr.LinePlot,
+        x,
+        "value",
+        title,
+        color="metric",
+        label=label,
+        x_title=x_title,
+        score=True,
+        **extra,
     )
 
 
-def build_runs_tab(endpoints: Endpoints, demo: gr.Blocks) -> RunsTab:
-    """Lay out the Runs tab and wire its events (call inside a ``gr.Tab``)."""
-    h = _Handlers(endpoints)
-    selected, last = gr.State(None), gr.State(None)
-    table = gr.HTML(label="Jobs", elem_id="runs-table", js_on_load=SELECT_ROW_JS)
-    header = gr.Markdown(elem_id="run-summary")
+def _action_buttons() -> tuple[gr.Button, gr.Button, gr.Button]:
+    """Cancel, Resume, Delete: disabled until a job whose status allows them is shown."""
     with gr.Row():
-        cancel = gr.Button("Cancel", variant="stop", size="sm", interactive=False)
-        resume = gr.Button("Resume", size="sm", interactive=False)
-        delete = gr.Button("Delete", size="sm", interactive=False)
-    action = gr.Markdown()
-    error = gr.Markdown(elem_id="run-error")
+        return (
+            gr.Button("Cancel", variant="stop", size="sm", interactive=False),
+            gr.Button("Resume", size="sm", interactive=False),
+            gr.Button("Delete", size="sm", interactive=False),
+        )
+
+
+def _detail_plots() -> list[Any]:
+    """The shown job's curves (loss; evaluation by epoch or, for a probe sweep, by layer), its
+    learning-rate search chart and the line under it: in the order ``_Handlers.tick`` fills them."""
     with gr.Row():
         # Zero-based y: the plot sizes its axis labels on the first draw only (new data does
         # not redraw), and from 0 the labels keep one width however the loss moves.
-        loss = gr.LinePlot(
-            x="step",
-            y="loss",
-            title="Training loss",
-            label="Training loss",
-            x_title="step",
-            y_title="loss",
-            y_lim=[0, None],
+        loss = charts.plot(
+            gr.LinePlot, "step", "loss", "Training loss", x_title="step", y_title="loss", y_lim=[0, None]
         )
-        evals = evaluation_plot("Evaluation per epoch", "Evaluation", "epoch")
+        evals = evaluation_plot("Evaluation per epoch", "Evaluation", "epoch", "epoch")
         layers = evaluation_plot(
             "Evaluation per layer (probe sweep)",
             "Evaluation by layer",
-            "layer (0 = embeddings)",  # charts.epoch_curves puts a sweep's layer in "epoch"
+            "layer",
+            "layer (0 = embeddings)",
             elem_id="run-layers",
             visible=shown(False),
         )
     with gr.Row():
-        search = gr.BarPlot(
-            x="lr",
-            y="held_out_loss",
+        search = charts.plot(
+            gr.BarPlot,
+            "lr",
+            "held_out_loss",
+            "Learning-rate search: held-out loss per candidate (lower is better)",
             color="outcome",
-            title="Learning-rate search: held-out loss per candidate (lower is better)",
             label="Learning-rate search",
             x_title="learning rate",
             y_title="held-out loss",
@@ -253,11 +258,23 @@ def build_runs_tab(endpoints: Endpoints, demo: gr.Blocks) -> RunsTab:
             visible=shown(False),
         )
         search_line = gr.Markdown(elem_id="run-lr-search-text")
+    return [loss, evals, layers, search, search_line]
+
+
+def build_runs_tab(endpoints: Endpoints, demo: gr.Blocks) -> RunsTab:
+    """Lay out the Runs tab and wire its events (call inside a ``gr.Tab``)."""
+    h = _Handlers(endpoints)
+    selected, last = gr.State(None), gr.State(None)
+    table = gr.HTML(label="Jobs", elem_id="runs-table", js_on_load=SELECT_ROW_JS)
+    header = gr.Markdown(elem_id="run-summary")
+    cancel, resume, delete = _action_buttons()
+    action = gr.Markdown()
+    error = gr.Markdown(elem_id="run-error")
+    plots = _detail_plots()
     log = gr.Textbox(label="Log (last lines)", lines=10, max_lines=10, autoscroll=True, interactive=False)
 
     private: dict[str, Any] = {"api_visibility": "private"}
-    details = [loss, evals, layers, search, search_line, log]
-    outputs = [table, header, error, *details, cancel, resume, delete, last]
+    outputs = [table, header, error, *plots, log, cancel, resume, delete, last]
     quiet: dict[str, Any] = {"show_progress": "hidden", **private}  # no spinner every 2 s
     gr.Timer(REFRESH_SECONDS).tick(h.tick, [selected, last], outputs, **quiet)
     demo.load(h.tick, [selected, last], outputs, **quiet)

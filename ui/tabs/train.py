@@ -1,4 +1,8 @@
-"""Train tab: base model, method and its generated controls, common settings, launch."""
+"""Train tab: base model, method and its generated controls, common settings, launch.
+
+Every control's label, range and help come from the settings' metadata (``list_methods``
+and ``list_settings``); this tab only lays them out and adds the "auto" switches.
+"""
 
 from __future__ import annotations
 
@@ -10,12 +14,10 @@ import gradio as gr
 from backend.errors import ConfigError
 from ui.endpoints import Endpoints
 from ui.feedback import done, problem
-from ui.forms import MethodForms, build_method_forms, wire_changes
+from ui.forms import MethodForms, build_method_forms, control_for, wire_changes
 from ui.tabs.data import dataset_choices
 
-DEFAULT_METHOD = "lora"
 HOLD_OUT = ("Hold out 10% of the training data", 0)
-QUANT_CHOICES = [("none", "none"), ("8-bit", "8bit"), ("4-bit", "4bit")]
 
 
 @dataclass
@@ -181,53 +183,42 @@ class _Handlers:
 def _common_settings(endpoints: Endpoints, method: dict[str, Any]) -> Common:
     device = endpoints.api.device_info()
     models = endpoints.api.list_models()
+    setting = {s["name"]: s for s in endpoints.api.list_settings()}
     with gr.Row():
         model = gr.Dropdown(
-            label="Base model",
+            label=setting["model"]["label"],
             choices=models,
             value=models[0],
             allow_custom_value=True,
-            info="The offline default, a folder in models_cache/, or a typed "
-            "Hugging Face hub id (needs internet).",
+            info=setting["model"]["help"],
         )
-        quant = gr.Radio(
-            label="Quantization",
-            choices=QUANT_CHOICES,
-            value="none",
-            info=f"Detected device: {device['name']}. Quantized bases need a "
-            "method that keeps the base frozen.",
+        quant = control_for(
+            setting["quant"], info=f"Detected device: {device['name']}. {setting['quant']['help']}"
         )
     with gr.Row():
         with gr.Column(min_width=160):
             epochs_auto = gr.Checkbox(
                 value=True,
-                label="Epochs: auto",
+                label=f"{setting['epochs']['label']}: auto",
                 info="Enough optimizer steps for this data (300 or more), early stopping, best epoch kept.",
             )
-            epochs = gr.Slider(
-                1, 50, step=1, value=method["default_epochs"], label="Epochs", interactive=False
+            epochs = control_for(
+                setting["epochs"], value=method["default_epochs"], info=None, interactive=False
             )
         with gr.Column(min_width=160):
             lr_auto = gr.Checkbox(
                 value=True,
-                label="Learning rate: auto",
+                label=f"{setting['lr']['label']}: auto",
                 info="A short search on your training data picks it (never on the evaluation set).",
             )
-            lr = gr.Number(
+            lr = control_for(
+                setting["lr"],
                 value=method["default_lr"],
-                label="Learning rate",
                 info="Untick auto to type one; set to the method's default when you pick a method.",
                 interactive=False,
             )
-        batch = gr.Slider(1, 256, step=1, value=32, label="Batch size")
-        max_length = gr.Slider(
-            8,
-            512,
-            step=8,
-            value=128,
-            label="Max length",
-            info="Tokens per example; the Data tab shows the lengths.",
-        )
+        batch = control_for(setting["batch_size"], info=None)
+        max_length = control_for(setting["max_length"])
     return Common(model, epochs_auto, epochs, lr_auto, lr, batch, max_length, quant)
 
 
@@ -246,7 +237,8 @@ def build_train_tab(
     endpoints: Endpoints, demo: gr.Blocks, selected: gr.State, eval_selected: gr.State
 ) -> TrainTab:
     """Lay out the Train tab and wire its events (call inside a ``gr.Tab``)."""
-    methods, first = endpoints.methods, endpoints.method(DEFAULT_METHOD)
+    methods = endpoints.methods
+    first = next((m for m in methods if m["default"]), methods[0])
     with gr.Row():
         dataset = gr.Dropdown(label="Training data", choices=[], interactive=True)
         eval_dataset = gr.Dropdown(label="Evaluation data", choices=[HOLD_OUT], value=0, interactive=True)

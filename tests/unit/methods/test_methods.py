@@ -57,7 +57,7 @@ class Recorder(Callback):
 
 def config(tiny_csv: Path, method: str, **kw: Any) -> TrainConfig:
     # The method's fixed learning rate and no early stopping: these tests check the training
-    # mechanics of each method (tests/unit/test_autotune.py covers "auto").
+    # mechanics of each method (tests/unit/training/test_autotune.py covers "auto").
     defaults: dict[str, Any] = {
         "epochs": 3,
         "batch_size": 16,
@@ -166,6 +166,51 @@ def test_parameter_counts_match_formula_and_meta_device(method: str) -> None:
 )
 def test_knobs_change_counts_exactly(method: str, knobs: dict[str, Any], expected: int) -> None:
     assert count_parameters("all-MiniLM-L6-v2", method, knobs, ("neg", "pos")).trainable == expected
+
+
+@pytest.mark.parametrize(
+    ("method", "knobs", "text"),
+    [
+        ("lora", {}, "r=8"),  # the name knob shows even at its default
+        ("lora", {"rank": 16, "dropout": 0.2}, "r=16 dropout=0.2"),
+        ("prompt", {"init": "random"}, "len=20 init=random"),
+        ("adapter", {}, "size=64"),
+        ("probe", {"layer": 3}, "layer=3"),
+        ("probe", {"layer": 3, "sweep_layers": True}, "all layers"),
+        ("full", {}, ""),
+    ],
+)
+def test_a_spec_says_how_its_runs_are_named(method: str, knobs: dict[str, Any], text: str) -> None:
+    spec = registry.get(method)
+    assert spec.knob_text(spec.make_config(knobs)) == text
+
+
+def test_specs_with_contradicting_facts_fail_at_registration() -> None:
+    from dataclasses import replace
+
+    from backend.methods import full, lora
+
+    with pytest.raises(RuntimeError, match="quantized base"):
+        registry.register(replace(full.SPEC, key="full2", quantizable=True))
+    with pytest.raises(RuntimeError, match="nope"):
+        registry.register(replace(lora.SPEC, key="lora2", cli_flags=("nope",)))
+    assert {"full2", "lora2"}.isdisjoint(registry.keys())
+
+
+def test_common_settings_are_range_checked_from_their_metadata() -> None:
+    from backend.errors import ConfigError
+    from backend.training.config import validate
+
+    validate(TrainConfig(data="x", method="lora", max_length=8192, lr=None))
+    for bad, message in [
+        ({"max_length": 8200}, "Max length must be between 8 and 8192"),
+        ({"warmup_ratio": 1.0}, "Warmup ratio must be >= 0.0 and < 1.0"),
+        ({"lr": 0.0}, "Learning rate must be > 0"),
+        ({"quant": "2bit"}, "Quantization must be one of none, 8bit, 4bit"),
+        ({"device": "tpu"}, "device must be auto, cpu or cuda"),
+    ]:
+        with pytest.raises(ConfigError, match=message):
+            validate(TrainConfig(data="x", method="lora", **bad))
 
 
 @pytest.mark.parametrize("method", METHODS)

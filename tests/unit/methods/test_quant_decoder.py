@@ -11,7 +11,7 @@ from backend.artifacts.reload_check import run_fresh_process
 from backend.errors import ConfigError
 from backend.run import run_training
 from backend.training.config import TrainConfig, validate
-from tests.unit.test_methods import Recorder, first_vs_last_epoch
+from tests.unit.methods.test_methods import Recorder, first_vs_last_epoch
 
 
 @pytest.mark.parametrize("quant", ["8bit", "4bit"])

@@ -33,7 +33,7 @@ from backend.training.callbacks import Callback
 from backend.training.config import TrainConfig, load_data
 from backend.training.loop import Fitter, build_model
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 EPOCHS = 3
 KILLED_AFTER = 1
 KILLS = 16
@@ -126,7 +126,7 @@ def runs(one_thread: None, tiny_csv: Path, tmp_path_factory: pytest.TempPathFact
     args = ["die-after", str(torch.get_num_threads()), str(KILLED_AFTER), str(tiny_csv)]
     args += [str(base / "killed"), str(base / "killed-ckpt")]
     killed = subprocess.run(
-        [sys.executable, "-m", "tests.unit.test_checkpoint", *args],
+        [sys.executable, "-m", "tests.unit.training.test_checkpoint", *args],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -231,7 +231,7 @@ class WriterServer:
 
     def __init__(self, data: Path, directory: Path, log: IO[bytes]) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tests.unit.test_checkpoint", "writer", "1", str(data), str(directory)],
+            [sys.executable, "-m", "tests.unit.training.test_checkpoint", "writer", "1", str(data), str(directory)],
             cwd=ROOT,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,

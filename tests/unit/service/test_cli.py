@@ -127,3 +127,48 @@ def test_bad_input_exits_2_with_one_line(
     assert len(lines) == 1 and message in lines[0], proc.stderr[-2000:]
     assert "Traceback" not in proc.stderr
     assert not (tmp_path / "never").exists()
+
+
+def parse_train(*args: str) -> object:
+    from service.cli import build_parser
+    from service.cli_args import train_config_from_args
+
+    return train_config_from_args(build_parser().parse_args(["train", "--out", "x", *args]))
+
+
+def test_flags_come_from_the_method_specs_and_the_settings_metadata() -> None:
+    import argparse
+
+    from backend.methods import registry
+    from backend.methods.base import fields_info
+    from backend.training.config import TrainConfig
+    from service.cli_args import add_train_arguments
+
+    parser = argparse.ArgumentParser()
+    add_train_arguments(parser)
+    flags = {s: action for action in parser._actions for s in action.option_strings}
+    assert {"--" + f["flag"].replace("_", "-") for f in fields_info(TrainConfig)} <= set(flags)
+    assert {"--rank", "--prompt-length", "--bottleneck", "--layer", "--patience"} <= set(flags)
+    assert list(flags["--method"].choices) == registry.keys()
+
+    cfg = parse_train("--data", "d.csv", "--method", "probe", "--layer", "all", "--lr", "default")
+    assert (cfg.method_config, cfg.lr, cfg.epochs) == ({"sweep_layers": True}, None, "auto")
+    cfg = parse_train("--data", "d.csv", "--method", "prompt", "--prompt-length", "8", "--patience", "0")
+    assert (cfg.method_config, cfg.early_stopping_patience) == ({"prompt_length": 8}, 0)
+    assert parse_train("--data", "d.csv", "--method", "probe", "--layer", "2").method_config == {"layer": 2}
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--method", "lora", "--layer", "3"], "--layer applies to probe, not lora"),
+        (["--method", "probe", "--layer", "top"], "--layer must be an integer or 'all', not 'top'"),
+        (["--method", "ia3", "--prompt-length", "4"], "--prompt-length applies to prefix, prompt, ptuning"),
+        (["--method", "lora", "--set", "rank"], "--set expects KEY=VALUE"),
+    ],
+)
+def test_misapplied_method_flags_are_config_errors(args: list[str], message: str) -> None:
+    from backend.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=message.replace("(", r"\(")):
+        parse_train("--data", "d.csv", *args)

@@ -1,4 +1,4 @@
-"""Tests for backend.data.prepare: reading, column detection, labels, splitting, errors."""
+"""Tests for backend.data: reading, column detection, labels, splitting, specs, stats, errors."""
 
 from __future__ import annotations
 
@@ -11,23 +11,14 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from backend.data.prepare import (
-    SUPPORTED_EXTENSIONS,
-    ColumnMapping,
-    PreparedData,
-    check_file_size,
-    dataset_stats,
-    detect_columns,
-    file_sha256,
-    prepare,
-    read_table,
-    to_hf_dataset,
-)
-from backend.data.read import MAX_CELL_CHARS
-from backend.data.stats import summarize
+from backend.data.limits import check_file_size
+from backend.data.mapping import ColumnMapping, detect_columns
+from backend.data.prepare import PreparedData, prepare, to_hf_dataset
+from backend.data.read import MAX_CELL_CHARS, SUPPORTED_EXTENSIONS, file_sha256, read_table
+from backend.data.stats import dataset_stats, summarize
 from backend.errors import ConfigError, DataError
 
-SHARED_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
+SHARED_DATA = Path(__file__).resolve().parents[3].parent / "shared" / "data"
 
 
 def rows_for(counts: dict[Any, int]) -> list[dict[str, Any]]:
@@ -502,6 +493,31 @@ def test_more_rows_than_the_limit_is_a_data_error_naming_both_numbers(tmp_path: 
     with pytest.raises(DataError, match=message):
         dataset_stats(path, max_rows=10)
     assert len(prepare(path, max_rows=12).train) + len(prepare(path, max_rows=12).eval) == 12
+
+
+def test_the_row_limit_covers_the_eval_file_too(tmp_path: Path) -> None:
+    train = write_csv(tmp_path / "train.csv", rows_for({"a": 3, "b": 3}))
+    dev = write_csv(tmp_path / "dev.csv", rows_for({"a": 6, "b": 6}))
+    with pytest.raises(DataError, match=r"dev\.csv has 12 rows, over the limit of 10 rows"):
+        prepare(train, dev, max_rows=10)
+
+
+def test_prepare_hands_on_a_spec_of_each_file_it_read(tmp_path: Path) -> None:
+    train = write_csv(tmp_path / "train.csv", [*rows_for({"b": 3, "a": 4}), {"text": "", "label": "a"}])
+    dev = write_csv(tmp_path / "dev.csv", rows_for({"b": 2, "a": 1}))
+    data = prepare(train, dev, drop_invalid=True)
+    spec, eval_spec = data.spec, data.eval_spec
+    assert spec.path == train and spec.name == "train.csv" and spec.sha256 == file_sha256(train)
+    assert spec.mapping == data.mapping == ColumnMapping("text", "label")
+    assert (spec.columns, spec.rows, spec.invalid_rows) == (("text", "label"), 8, 1)
+    assert spec.label_counts == {"a": 4, "b": 3} and spec.label_names == data.label_names
+    assert eval_spec is not None and eval_spec.sha256 == file_sha256(dev)
+    assert eval_spec.mapping == spec.mapping and eval_spec.label_counts == {"a": 1, "b": 2}
+    assert (data.source, data.eval_source) == (str(train), str(dev))
+    stats = dataset_stats(train)  # the UI's overview counts the same rows
+    assert stats["label_counts"] == spec.label_counts and stats["invalid_rows"] == spec.invalid_rows
+    assert stats["columns"] == list(spec.columns) and stats["rows"] == spec.rows
+    assert prepare(train, drop_invalid=True).eval_spec is None
 
 
 def test_a_file_over_the_size_limit_is_refused_before_it_is_read(tmp_path: Path) -> None:

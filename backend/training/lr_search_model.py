@@ -1,0 +1,210 @@
+"""The learning-rate search on a model's trainable weights (see ``backend.training.lr_search``).
+
+Every candidate is a copy of the trainable weights and optimizer state kept on the CPU; one
+model is shared by all of them, each candidate's weights loaded in to train or score and
+taken out again. The budget is a share of the run's *time*, measured on this model and
+machine, since a method that updates every weight pays more per step than one that trains
+a few vectors.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from backend.data.batching import Encoded
+from backend.training.callbacks import Callback, TrainingCancelled
+from backend.training.lr_search import (
+    EVAL_COST,
+    HOLDOUT_FRACTION,
+    HOLDOUT_MAX,
+    HOLDOUT_MIN,
+    SEARCH_SHARE,
+    WARMUP_SHARE,
+    Costs,
+    batches_forever,
+    holdout_split,
+    plan_schedule,
+    result_dict,
+    search_batch_size,
+    successive_halving,
+)
+from backend.training.metrics import autocast, evaluate
+
+
+def search_optimizer(params: list[torch.nn.Parameter], lr: float, weight_decay: float) -> torch.optim.AdamW:
+    """AdamW with the fused kernel: quarter-size batches mean 4x the optimizer steps, and the
+    default per-tensor AdamW cost about a third of a full fine-tuning step on the CPU."""
+    try:
+        return torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay, fused=True)
+    except RuntimeError:  # a device or dtype without the fused kernel
+        return torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay)
+
+
+@dataclass
+class ModelTrial:
+    """One candidate's copy of the trainable weights and optimizer state, on the CPU.
+
+    Only one candidate is in the model at a time: its weights are loaded in, trained,
+    and taken out again, so the search needs one model however many candidates it runs.
+    """
+
+    lr: float
+    owner: ModelSearch
+    weights: dict[str, torch.Tensor]
+    optimizer_state: dict[str, Any] | None = None
+    done: int = 0
+
+    def advance(self, steps: int, cancelled: Callable[[], bool]) -> bool:
+        return self.owner.advance(self, steps, cancelled)
+
+    def score(self) -> tuple[float, float]:
+        return self.owner.score(self)
+
+
+@dataclass
+class ModelSearch:
+    """The shared parts of every candidate: model, data, batches, device, settings."""
+
+    model: Any
+    train: Encoded
+    holdout: Encoded
+    label_names: list[str]
+    device: torch.device
+    batch_size: int
+    weight_decay: float
+    max_grad_norm: float
+    warmup_steps: int
+    seed: int
+    params: dict[str, torch.nn.Parameter] = field(init=False)
+    initial: dict[str, torch.Tensor] = field(init=False)
+    _order: list[list[int]] = field(init=False, default_factory=list)
+    _stream: Iterator[list[int]] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._stream = batches_forever(len(self.train), self.batch_size, self.seed)
+        self.params = {n: p for n, p in self.model.named_parameters() if p.requires_grad}
+        self.initial = {n: p.detach().cpu().clone() for n, p in self.params.items()}
+
+    def step_seconds(self, batch_size: int) -> float:
+        """Wall time of one training step at ``batch_size`` (the second of two: the first warms
+        kernels up). Learning rate 0, so the weights do not move."""
+        params = list(self.params.values())
+        opt = search_optimizer(params, 0.0, 0.0)
+        rows = next(batches_forever(len(self.train), batch_size, self.seed + 1))
+        self.model.train()
+        elapsed = 0.0
+        for _ in range(2):
+            started = time.perf_counter()
+            with autocast(self.device):
+                loss = self.model(**{k: v.to(self.device) for k, v in self.train.batch(rows).items()}).loss
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(params, self.max_grad_norm)
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+            elapsed = time.perf_counter() - started
+        return elapsed
+
+    def trial(self, lr: float) -> ModelTrial:
+        return ModelTrial(lr, self, {n: t.clone() for n, t in self.initial.items()})
+
+    def restore_initial(self) -> None:
+        """Put the weights the search started from back (the real run starts there too)."""
+        self._load(self.initial)
+
+    def _load(self, weights: dict[str, torch.Tensor]) -> None:
+        with torch.no_grad():
+            for name, p in self.params.items():
+                p.copy_(weights[name])
+
+    def _batch_indices(self, k: int) -> list[int]:
+        """The k-th batch of the search: every candidate sees the same batches in the same order."""
+        while len(self._order) <= k:
+            self._order.append(next(self._stream))
+        return self._order[k]
+
+    def advance(self, trial: ModelTrial, steps: int, cancelled: Callable[[], bool]) -> bool:
+        self._load(trial.weights)
+        params = list(self.params.values())
+        opt = search_optimizer(params, trial.lr, self.weight_decay)
+        if trial.optimizer_state is not None:
+            opt.load_state_dict(trial.optimizer_state)
+        self.model.train()
+        finite = True
+        for _ in range(steps):
+            if cancelled():
+                raise TrainingCancelled("cancelled during the learning-rate search")
+            batch = self.train.batch(self._batch_indices(trial.done))
+            for group in opt.param_groups:
+                group["lr"] = trial.lr * min(1.0, (trial.done + 1) / self.warmup_steps)
+            with autocast(self.device):
+                loss = self.model(**{k: v.to(self.device) for k, v in batch.items()}).loss
+            trial.done += 1
+            if not torch.isfinite(loss):
+                finite = False
+                break
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(params, self.max_grad_norm)
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+        trial.weights = {n: p.detach().cpu().clone() for n, p in self.params.items()}
+        trial.optimizer_state = opt.state_dict()
+        return finite and all(torch.isfinite(t).all() for t in trial.weights.values())
+
+    def score(self, trial: ModelTrial) -> tuple[float, float]:
+        self._load(trial.weights)
+        metrics = evaluate(self.model, self.holdout, self.label_names, self.device)
+        return metrics["eval_loss"], metrics["accuracy"]
+
+
+def measured_costs(search: ModelSearch, batch_size: int, planned_samples: int) -> Costs:
+    """Costs in seconds, timed on this model and machine: a method that updates every weight
+    pays more per optimizer step than one that trains a few vectors, and the budget is a
+    share of the run's *time*, not of its rows."""
+    full_step = search.step_seconds(batch_size)
+    search_step = search.step_seconds(search.batch_size)
+    planned_seconds = planned_samples / batch_size * full_step
+    return Costs(search_step, EVAL_COST * full_step / batch_size, max(1e-3, SEARCH_SHARE * planned_seconds))
+
+
+def search_model_lr(
+    model: Any,
+    train: Encoded,
+    lrs: tuple[float, ...],
+    *,
+    planned_samples: int,
+    label_names: list[str],
+    device: torch.device,
+    batch_size: int,
+    weight_decay: float,
+    max_grad_norm: float,
+    seed: int,
+    cb: Callback,
+) -> dict[str, Any]:
+    """Pick a learning rate for ``model`` from ``lrs`` using ``train`` only; the model's
+    trainable weights are back at their initial values afterwards."""
+    started = time.perf_counter()
+    holdout_rows = min(HOLDOUT_MAX, max(HOLDOUT_MIN, round(HOLDOUT_FRACTION * len(train))), len(train) // 2)
+    fit_idx, held_idx = holdout_split(train.labels, holdout_rows, seed)
+    search = ModelSearch(
+        model, train.subset(fit_idx), train.subset(held_idx), label_names, device,
+        search_batch_size(batch_size), weight_decay, max_grad_norm, 1, seed,
+    )  # fmt: skip
+    try:
+        schedule = plan_schedule(len(lrs), len(train), measured_costs(search, batch_size, planned_samples))
+        if schedule.holdout_rows < len(held_idx):  # a tight budget judges on fewer rows
+            search.holdout = search.holdout.subset(list(range(schedule.holdout_rows)))
+        search.warmup_steps = max(1, round(WARMUP_SHARE * schedule.total_steps))
+        cb.on_log(
+            f"learning-rate search: {len(lrs)} candidates ({', '.join(f'{lr:g}' for lr in lrs)}), rounds of "
+            f"{schedule.round_steps} steps of {search.batch_size} rows on {len(fit_idx)} training rows, "
+            f"judged on {len(search.holdout)} held-out training rows (budget {schedule.budget:.0f} s)"
+        )
+        candidates = successive_halving(lrs, search.trial, schedule, cb)
+    finally:
+        search.restore_initial()
+    return result_dict(candidates, schedule, time.perf_counter() - started, len(fit_idx))

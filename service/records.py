@@ -1,0 +1,195 @@
+"""The records the Workbench returns: one TypedDict per shape, re-exporting the job layer's.
+
+They stay plain dicts (JSON for gradio_client and ``--json``); the names say which keys a
+caller can count on. ``jobs.records`` holds what the job layer builds (datasets, job rows,
+comparison rows); the rest is built here in the service or in the backend and annotated
+here. ``tests/jobs/test_records.py`` checks every record against the dicts really built.
+
+No ``from __future__ import annotations``: see ``jobs.records``.
+"""
+
+from typing import Any, TypedDict
+
+from jobs.records import (
+    ColumnMapping,
+    CompareRow,
+    ConfigDifference,
+    Confusion,
+    DatasetFields,
+    DatasetInfo,
+    DatasetRemoval,
+    JobDetail,
+    JobRow,
+    LearningRate,
+    MajorityRow,
+    Series,
+)
+
+__all__ = [
+    "ColumnMapping",
+    "CompareResult",
+    "CompareRow",
+    "ConfigDifference",
+    "Confusion",
+    "DatasetFields",
+    "DatasetInfo",
+    "DatasetPreview",
+    "DatasetRemoval",
+    "DeviceInfo",
+    "DiskUsage",
+    "FieldInfo",
+    "HistogramBin",
+    "JobDetail",
+    "JobRow",
+    "LabelProbability",
+    "LearningRate",
+    "MajorityRow",
+    "MethodInfo",
+    "ParameterCount",
+    "Prediction",
+    "PublicDataset",
+    "RunPlan",
+    "RunSummary",
+    "Series",
+]
+
+
+class PublicDataset(DatasetFields):
+    """A dataset as the public endpoints return it: ``path`` renamed ``stored_file``
+    (gradio_client would take a dict with a string "path" for a file to download)."""
+
+    stored_file: str
+
+
+class HistogramBin(TypedDict):
+    """Rows whose token length lies in [start, end)."""
+
+    start: int
+    end: int
+    count: int
+
+
+class DatasetPreview(TypedDict):
+    """``Workbench.dataset_preview``: the overview ``backend.data.stats.dataset_stats`` builds."""
+
+    rows: int
+    columns: list[str]
+    mapping: ColumnMapping
+    label_counts: dict[str, int]  # usable rows only
+    invalid_rows: int
+    preview: list[dict[str, Any]]  # the first rows, as read
+    char_length: dict[str, int]  # p50, p90, p95, p99, max
+    token_length: dict[str, int] | None  # the same; None without a tokenizer
+    token_histogram: list[HistogramBin] | None
+    token_lengths_sampled: int | None  # the sample's size when token lengths come from one
+
+
+class DiskUsage(TypedDict):
+    """Bytes under the data folder (``Workbench.disk_usage``)."""
+
+    datasets: int
+    artifacts: int
+    exports: int
+    cache: int  # probe features and uploads on their way in
+    total: int  # the whole folder: the database and anything else too
+
+
+class FieldInfo(TypedDict):
+    """One setting of a method or of every run, with what a form control or a CLI flag needs
+    (``backend.methods.base.fields_info``)."""
+
+    name: str
+    label: str
+    help: str
+    type: str  # bool, int, float or str
+    accepts_text: bool  # a number that may also be a word ("auto")
+    default: Any
+    required: bool  # no default: the caller must give it
+    min: float | None
+    max: float | None
+    step: float | None
+    choices: list[Any] | None
+    choice_labels: list[str] | None  # how the choices are shown, in their order
+    exclusive: list[str]  # "min" and/or "max": bounds the value may not equal
+    flag: str  # the CLI flag's name
+
+
+class MethodInfo(TypedDict):
+    """A training method of the catalogue (``Workbench.list_methods``)."""
+
+    key: str
+    label: str
+    description: str
+    library: str
+    default_lr: float
+    default_epochs: int
+    freezes_base: bool
+    quantizable: bool  # may train on a 4/8-bit quantized base
+    mergeable: bool  # its update can be folded into the base weights
+    resumable: bool  # a failed run resumes from its last checkpoint
+    probes_layers: bool  # trains heads on cached layer features (the Probing tab)
+    default: bool  # the method a form starts with
+    fields: list[FieldInfo]
+
+
+class ParameterCount(TypedDict):
+    """Trainable and total parameters of a model set up for a method."""
+
+    trainable: int
+    total: int
+    percent: float  # trainable, as a percentage of total
+    text: str  # one line for people
+
+
+class RunPlan(TypedDict):
+    """What a launch would do (``Workbench.plan_run``; built by ``backend.training.autotune``)."""
+
+    train_rows: int
+    epochs: int
+    steps_per_epoch: int
+    total_steps: int
+    lr_candidates: list[float]  # empty unless the learning rate is "auto"
+    text: str  # one Markdown line for people
+
+
+class DeviceInfo(TypedDict):
+    """Where jobs will train."""
+
+    device: str  # cuda or cpu
+    gpus: int
+    name: str
+
+
+class RunSummary(TypedDict):
+    """A job just queued (what /launch returns)."""
+
+    id: int
+    name: str
+    method: str  # the method's key
+    status: str
+
+
+class CompareResult(TypedDict):
+    """Jobs side by side (``Workbench.compare``); every dict below is keyed by job id."""
+
+    table: list[CompareRow]
+    baselines: list[MajorityRow]
+    series: dict[int, Series]
+    config_diff: list[ConfigDifference]
+    per_class_f1: dict[int, dict[str, float] | None]  # None: the job has no evaluation yet
+    confusion: dict[int, Confusion | None]
+
+
+class LabelProbability(TypedDict):
+    """One text's predicted label and its probability."""
+
+    label: str
+    probability: float
+
+
+class Prediction(TypedDict):
+    """One job's predictions for the texts asked about, in their order (``Workbench.predict``)."""
+
+    id: int
+    name: str
+    predictions: list[LabelProbability]
