@@ -231,7 +231,15 @@ class WriterServer:
 
     def __init__(self, data: Path, directory: Path, log: IO[bytes]) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tests.unit.training.test_checkpoint", "writer", "1", str(data), str(directory)],
+            [
+                sys.executable,
+                "-m",
+                "tests.unit.training.test_checkpoint",
+                "writer",
+                "1",
+                str(data),
+                str(directory),
+            ],
             cwd=ROOT,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
