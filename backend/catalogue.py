@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from backend.errors import ConfigError, ModelError
+from backend.hub_cache import install_snapshot, looks_like_hub_id
+from backend.settings import Settings
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 DEFAULT_HUB_ID = f"sentence-transformers/{DEFAULT_MODEL}"
@@ -68,9 +70,6 @@ def default_model_path() -> Path:
 
 def default_snapshot(models_cache: Path | None = None) -> Path:
     """The default model as a hub snapshot under ``models_cache/hub`` (installed on first use)."""
-    from backend.hub_cache import install_snapshot
-    from backend.settings import Settings
-
     cache = models_cache if models_cache is not None else Settings.from_env().models_cache
     return install_snapshot(default_model_path(), DEFAULT_HUB_ID, Path(cache) / "hub")
 
@@ -148,8 +147,6 @@ def hub_id_of(name: str, path: str, config: Any) -> str | None:
     A local folder's config records in ``_name_or_path`` where it was loaded from; when
     that is a hub id it is the best name we have (the model card says to check it).
     """
-    from backend.hub_cache import looks_like_hub_id
-
     if name in (DEFAULT_MODEL, DEFAULT_HUB_ID, ""):
         return DEFAULT_HUB_ID
     if not Path(path).is_dir():

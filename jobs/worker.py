@@ -35,6 +35,7 @@ from jobs.schema import CANCELLED, FAILED, RUNNING, Job, utcnow
 
 def train(job: Job, settings: Settings, reporter: JobReporter) -> dict[str, Any]:
     """Run the training core for ``job`` (checkpoints per epoch, resume if asked)."""
+    # Deferred for start-up: torch and transformers load once the heartbeat is running.
     from backend.methods import registry
     from backend.run import run_training
     from backend.training.config import TrainConfig

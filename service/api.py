@@ -17,6 +17,7 @@ from sqlalchemy import delete, select, update
 
 from backend.data.limits import check_file_size
 from backend.errors import ConfigError
+from backend.methods import registry
 from backend.training.config import TrainConfig, validate
 from jobs import queue, views
 from jobs.schema import CANCELLED, FAILED, QUEUED, RUNNING, Job, Metric
@@ -34,8 +35,7 @@ CACHE_KEY = re.compile(r"[0-9a-f]{32}")  # backend.probing.run.cache_key: never 
 
 def _checkpoint_source(job: Job) -> str | None:
     """The checkpoint a resume of ``job`` starts from: its own, else the one it started from."""
-    from backend.methods import registry
-    from backend.training.checkpoint import last_epoch
+    from backend.training.checkpoint import last_epoch  # deferred: torch, for start-up
 
     if not registry.get(job.method).resumable:
         return None  # e.g. probes: they retrain from cached features in seconds

@@ -6,7 +6,10 @@ import os
 import typing
 from typing import Any
 
+from backend.catalogue import list_models
 from backend.errors import ConfigError
+from backend.methods import registry
+from backend.methods.base import fields_info
 from backend.training.config import TrainConfig, validate
 from jobs import datasets
 from service.api_state import WorkbenchState
@@ -21,8 +24,6 @@ from service.records import (
 
 def _field_info(cls: type) -> list[FieldInfo]:
     """Every setting of a method's Config or of ``TrainConfig``, from its metadata (``knob``)."""
-    from backend.methods.base import fields_info
-
     return typing.cast(list[FieldInfo], fields_info(cls))
 
 
@@ -31,14 +32,10 @@ class CatalogueApi(WorkbenchState):
 
     def list_models(self) -> list[str]:
         """Base models for the picker: the offline default first, then models_cache/ folders."""
-        from backend.catalogue import list_models
-
         return list_models(self.settings.models_cache)
 
     def list_methods(self) -> list[MethodInfo]:
         """Every method with the form fields its settings need."""
-        from backend.methods import registry
-
         return [
             {
                 "key": s.key,
@@ -67,7 +64,7 @@ class CatalogueApi(WorkbenchState):
         self, model: str, method: str, method_config: dict[str, Any] | None, num_labels: int = 2
     ) -> ParameterCount:
         """Exact trainable/total parameters, computed without loading weights."""
-        from backend.training.params import count_parameters
+        from backend.training.params import count_parameters  # deferred: torch, for start-up
 
         with self._lock:
             counted = count_parameters(
@@ -94,7 +91,7 @@ class CatalogueApi(WorkbenchState):
         **settings: Any,
     ) -> RunPlan:
         """Epochs, optimizer steps and learning-rate candidates a launch would use (before launch)."""
-        from backend.training.autotune import describe_plan
+        from backend.training.autotune import describe_plan  # deferred: pandas/torch, for start-up
 
         row = datasets.get(self.db, dataset_id)
         if row is None:

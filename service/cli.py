@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from backend.errors import WorkbenchError
+from backend.errors import ConfigError, DataError, WorkbenchError
 from backend.settings import Settings
 from backend.training.callbacks import Callback, EpochInfo, StepInfo
 from service.cli_args import add_train_arguments, train_config_from_args
@@ -59,7 +59,7 @@ class StderrProgress(Callback):
 
 
 def cmd_train(args: argparse.Namespace, settings: Settings) -> int:
-    from backend.run import run_training
+    from backend.run import run_training  # deferred: torch loads only for commands that train
 
     cfg = train_config_from_args(args)
     summary = run_training(
@@ -74,12 +74,12 @@ def cmd_train(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_predict(args: argparse.Namespace, settings: Settings) -> int:
+    # Deferred for start-up: pandas, torch and transformers load only for this command.
     import pandas as pd
 
     from backend.artifacts.csv_safe import write_csv
     from backend.artifacts.load import Predictor
     from backend.data.read import read_table
-    from backend.errors import DataError
 
     predictor = Predictor(args.artifact)
     df = read_table(args.data)
@@ -110,7 +110,6 @@ def cmd_predict(args: argparse.Namespace, settings: Settings) -> int:
 def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
     """``export ID --out FILE.zip`` (a job) or ``export --artifact DIR --out FILE.zip``."""
     from backend.artifacts.export import export_zip
-    from backend.errors import ConfigError
 
     if (args.job is None) == (args.artifact is None):
         raise ConfigError("export takes a job id or --artifact DIR (one of the two)")

@@ -54,7 +54,7 @@ def add_job_commands(sub: Any, common: argparse.ArgumentParser) -> None:
 
 
 def _bench(settings: Settings) -> Any:
-    from service.api import Workbench
+    from service.api import Workbench  # deferred: SQLAlchemy loads only for job commands
 
     return Workbench(settings)
 
@@ -75,6 +75,7 @@ def cmd_submit(args: argparse.Namespace, settings: Settings) -> int:
 
 def wait_for(bench: Any, settings: Settings, job_id: int) -> int:
     """Follow a job's log on stderr until it ends; exit code and stdout as ``train``."""
+    # Deferred for start-up: SQLAlchemy loads only for job commands.
     from jobs.schema import FINISHED, SUCCEEDED
     from jobs.supervisor import Supervisor
 
@@ -234,7 +235,7 @@ def export_job(job_id: int, out: str | None, settings: Settings, include_samples
 
 
 def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
-    from jobs.supervisor import Supervisor
+    from jobs.supervisor import Supervisor  # deferred: SQLAlchemy loads only for job commands
 
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(name)s: %(message)s")
     supervisor = Supervisor(settings, max_concurrent=args.max_concurrent)

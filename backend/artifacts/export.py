@@ -1,14 +1,4 @@
-"""Pack a finished run folder as a zip that works on another machine.
-
-Layout of a run folder (everything at the top level so the standard loaders take the
-folder itself):
-  PEFT methods   adapter_config.json + adapter_model.safetensors (head included)
-  adapter        AdapterHub ``save_adapter`` output (safetensors, head included)
-  full           config.json + model.safetensors (``save_pretrained``)
-  probe          probe_head.safetensors + probe_config.json
-  all            tokenizer files, labels.json, training_config.json, workbench.json,
-                 metrics.json, check_predictions.json, README.md (model card)
-"""
+"""Pack a finished run folder (layout: ``backend.artifacts.save``) as a zip that works elsewhere."""
 
 from __future__ import annotations
 

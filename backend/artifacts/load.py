@@ -14,8 +14,17 @@ from typing import Any
 import numpy as np
 import torch
 
-from backend.catalogue import drop_cpu_device_map, locate_base
+from backend.catalogue import (
+    DECODER_TYPES,
+    ModelInfo,
+    disable_cpu_bf16_4bit,
+    drop_cpu_device_map,
+    locate_base,
+    quantization_config,
+    quantized_load_kwargs,
+)
 from backend.errors import ConfigError
+from backend.probing.inference import load_probe
 
 
 def read_manifest(artifact_dir: Path) -> dict[str, Any]:
@@ -40,8 +49,6 @@ def _labels(manifest: dict[str, Any]) -> dict[str, Any]:
 def _quant_kwargs(manifest: dict[str, Any]) -> dict[str, Any]:
     if manifest.get("quant", "none") == "none":
         return {}
-    from backend.catalogue import DECODER_TYPES, ModelInfo, quantization_config, quantized_load_kwargs
-
     info = ModelInfo(
         manifest["base_model"],
         locate_base(manifest),
@@ -73,8 +80,6 @@ def load_model(artifact_dir: Path) -> Any:
     manifest = read_manifest(artifact_dir)
     model = _load_model(Path(artifact_dir), manifest)
     if manifest.get("quant") == "4bit":  # same 4-bit CPU kernel as training used
-        from backend.catalogue import disable_cpu_bf16_4bit
-
         disable_cpu_bf16_4bit(model)
     return model
 
@@ -97,8 +102,6 @@ def _load_model(artifact_dir: Path, manifest: dict[str, Any]) -> Any:
 
         return AutoModelForSequenceClassification.from_pretrained(str(artifact_dir))
     if library == "own":
-        from backend.probing.inference import load_probe
-
         return load_probe(Path(artifact_dir), manifest, _quant_kwargs(manifest))
     raise ConfigError(f"unknown artifact library '{library}' in {artifact_dir}")
 

@@ -16,7 +16,11 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
+from backend.artifacts.load import read_manifest
+from backend.artifacts.save import make_portable
+from backend.catalogue import load_classifier, locate_base, model_info
 from backend.errors import ConfigError, ModelError
+from backend.methods import registry
 
 MAX_PROB_DIFF = 1e-3  # merging is exact up to float rounding; more than this is a bug
 
@@ -40,9 +44,6 @@ print({{model.config.id2label[i]: float(p) for i, p in enumerate(probs[0])}})
 
 def merge_lora(artifact_dir: str | Path, out_zip: str | Path) -> Path:
     """Merge a succeeded LoRA run (once; later calls reuse ``merged/``) and zip it."""
-    from backend.artifacts.load import read_manifest
-    from backend.methods import registry
-
     run = Path(artifact_dir)
     manifest = read_manifest(run)
     if not any(s.key == manifest["method"] and s.mergeable for s in registry.all_methods()):
@@ -62,9 +63,6 @@ def _merge(run: Path, manifest: dict[str, Any], merged: Path) -> None:
     import torch
     from peft import PeftModel
     from transformers import AutoTokenizer
-
-    from backend.artifacts.save import make_portable
-    from backend.catalogue import load_classifier, locate_base, model_info
 
     info = model_info(locate_base(manifest))
     base = load_classifier(info, manifest["label_names"])

@@ -19,7 +19,7 @@ TOLERANCE = 1e-5
 
 
 def check_in_this_process(artifact_dir: Path) -> dict[str, Any]:
-    from backend.artifacts.load import Predictor
+    from backend.artifacts.load import Predictor  # torch + transformers: only the checking process
 
     stored = json.loads((artifact_dir / "check_predictions.json").read_text())
     probs = Predictor(artifact_dir).predict_proba(stored["texts"], stored["pairs"])

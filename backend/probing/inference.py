@@ -10,6 +10,7 @@ import torch
 from safetensors.torch import load_file
 from torch import nn
 
+from backend.catalogue import locate_base
 from backend.methods.probe_head import ProbeHead, pool
 
 
@@ -33,8 +34,6 @@ def load_probe(artifact_dir: Path, manifest: dict[str, Any], quant_kwargs: dict[
     from transformers import AutoModel
 
     pcfg = json.loads((artifact_dir / "probe_config.json").read_text())
-    from backend.catalogue import locate_base
-
     encoder = AutoModel.from_pretrained(locate_base(manifest), **quant_kwargs)
     head = ProbeHead(pcfg["in_features"], pcfg["num_labels"], pcfg["head"], pcfg["hidden_size"])
     head.load_state_dict(load_file(str(artifact_dir / "probe_head.safetensors")))

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from backend.data.prepare import PreparedData
+from backend.methods import registry
 from backend.training.config import AUTO, TrainConfig
 from backend.training.lr_search import SEARCH_SHARE
 from backend.training.metrics import majority_baseline
@@ -183,8 +184,6 @@ def learning_check(
 
 def describe_plan(cfg: TrainConfig, rows: int, has_eval_file: bool) -> dict[str, Any]:
     """What a launch with ``cfg`` on a dataset of ``rows`` usable rows will do, before it runs."""
-    from backend.methods import registry  # the method catalogue, only when a plan is asked for
-
     train_rows = train_rows_after_holdout(rows, cfg.eval_fraction, has_eval_file)
     plan = plan_epochs(cfg, train_rows)
     spec = registry.get(cfg.method)
