@@ -76,10 +76,10 @@ class TrainConfig:
         "Epochs",
         "'auto' (default: enough optimizer steps for the data, with early stopping) or a number.",
         min=1,
-        max=100,
+        max=1000,  # probes on cached features may want hundreds; the range only stops typos
         step=1,
     )
-    batch_size: int = knob(32, "Batch size", "Examples per forward pass.", min=1, max=1024, step=1)
+    batch_size: int = knob(32, "Batch size", "Examples per forward pass.", min=1, max=4096, step=1)
     grad_accum: int = knob(
         1, "Gradient accumulation", "Batches per optimizer step (a larger effective batch).", min=1, step=1
     )
