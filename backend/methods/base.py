@@ -135,6 +135,11 @@ def fields_info(cls: type) -> list[dict[str, Any]]:
     return out
 
 
+def unknown_settings(cls: type, values: typing.Mapping[str, Any]) -> list[str]:
+    """The keys of ``values`` that name no field of the dataclass ``cls``, sorted (for errors)."""
+    return sorted(set(values) - {f.name for f in dataclasses.fields(cls)})
+
+
 class MethodConfig:
     """Base of every method's Config: values are range-checked when it is made (as peft's
     ``PeftConfig.__post_init__`` checks its options)."""
@@ -199,12 +204,11 @@ class MethodSpec:
     def make_config(self, values: dict[str, Any] | None = None) -> Any:
         """Build this method's config from a dict, rejecting unknown keys by name."""
         values = dict(values or {})
-        names = {f.name for f in dataclasses.fields(self.config_cls)}
-        unknown = sorted(set(values) - names)
+        unknown = unknown_settings(self.config_cls, values)
         if unknown:
+            names = sorted(f.name for f in dataclasses.fields(self.config_cls))
             raise ConfigError(
-                f"{self.label} has no setting {', '.join(unknown)}; "
-                f"it has: {', '.join(sorted(names)) or 'none'}"
+                f"{self.label} has no setting {', '.join(unknown)}; it has: {', '.join(names) or 'none'}"
             )
         return self.config_cls(**values)
 

@@ -10,7 +10,7 @@ from backend.catalogue import DEFAULT_MODEL
 from backend.data.prepare import PreparedData, prepare
 from backend.errors import ConfigError
 from backend.methods import registry
-from backend.methods.base import check_range, knob
+from backend.methods.base import check_range, knob, unknown_settings
 
 QUANT_CHOICES = ("none", "8bit", "4bit")
 AUTO = "auto"
@@ -139,8 +139,7 @@ class TrainConfig:
 
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> TrainConfig:
-        names = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(values) - names)
+        unknown = unknown_settings(cls, values)
         if unknown:
             raise ConfigError(f"unknown training settings: {', '.join(unknown)}")
         return cls(**values)
