@@ -101,13 +101,21 @@ class CatalogueApi(WorkbenchState):
         return describe_plan(cfg, row.rows - (row.invalid_rows or 0), has_eval_file)
 
     def device_info(self) -> DeviceInfo:
-        """Where jobs will train: {device, gpus, name}."""
+        """Where jobs will train: {device, gpus, name, precision}."""
         import torch
+
+        from backend.training.runtime import precision_line
 
         if torch.cuda.is_available():
             return {
                 "device": "cuda",
                 "gpus": torch.cuda.device_count(),
                 "name": torch.cuda.get_device_name(0),
+                "precision": precision_line("cuda"),
             }
-        return {"device": "cpu", "gpus": 0, "name": f"CPU ({os.cpu_count()} cores)"}
+        return {
+            "device": "cpu",
+            "gpus": 0,
+            "name": f"CPU ({os.cpu_count()} cores)",
+            "precision": precision_line("cpu"),
+        }

@@ -158,6 +158,7 @@ class DeviceInfo(TypedDict):
     device: str  # cuda or cpu
     gpus: int
     name: str
+    precision: str  # what precision "auto" means there, in words
 
 
 class RunSummary(TypedDict):

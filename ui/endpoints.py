@@ -138,6 +138,8 @@ class Endpoints:
         quant: str = "none",
         eval_dataset_id: int | None = None,
         name: str | None = None,
+        precision: str | None = None,
+        group_by_length: bool | None = None,
     ) -> RunSummary:
         """Queue a training job. ``method`` is a label ("LoRA") or key ("lora");
         ``method_settings`` the method's own settings (e.g. {"rank": 8}); anything
@@ -160,6 +162,7 @@ class Endpoints:
                 max_length,
                 quant,
                 eval_dataset_id,
+                {"precision": precision, "group_by_length": group_by_length},
             ),
             name=(name or "").strip() or None,
         )
@@ -178,6 +181,7 @@ class Endpoints:
         max_length: int | None,
         quant: str,
         eval_dataset_id: int | None,
+        extra: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         ds = self.dataset(dataset_id)
         if (quant or "none").lower() not in QUANT_ALIASES:
@@ -197,6 +201,7 @@ class Endpoints:
             "lr": lr,
             "batch_size": batch_size,
             "max_length": max_length,
+            **(extra or {}),
         }
         cfg.update({k: v for k, v in optional.items() if v is not None})
         for key in ("batch_size", "max_length"):

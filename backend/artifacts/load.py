@@ -124,22 +124,21 @@ class Predictor:
     def predict_proba(
         self, texts: list[str], pairs: list[str] | None = None, batch_size: int = 64
     ) -> np.ndarray:
-        out = []
-        for i in range(0, len(texts), batch_size):
-            args = [texts[i : i + batch_size]]
-            if pairs is not None:
-                args.append(pairs[i : i + batch_size])
-            enc = self.tokenizer(
-                *args,
-                truncation=True,
-                max_length=self.manifest["max_length"],
-                padding=True,
-                return_tensors="pt",
-            ).to(self.device)
-            logits = self.model(**enc)
+        """Probabilities in the order of ``texts``; rows are batched by length (least padding)."""
+        if not texts:
+            return np.zeros((0, len(self.label_names)))
+        args = [texts, pairs] if pairs is not None else [texts]
+        enc = self.tokenizer(*args, truncation=True, max_length=self.manifest["max_length"])
+        rows = [{k: enc[k][i] for k in enc} for i in range(len(texts))]
+        order = sorted(range(len(rows)), key=lambda i: len(rows[i]["input_ids"]))
+        probs = torch.empty((len(rows), len(self.label_names)))
+        for start in range(0, len(order), batch_size):
+            chunk = order[start : start + batch_size]
+            batch = self.tokenizer.pad([rows[i] for i in chunk], return_tensors="pt").to(self.device)
+            logits = self.model(**batch)
             logits = getattr(logits, "logits", logits)
-            out.append(torch.softmax(logits.float(), -1).cpu())
-        return torch.cat(out).numpy() if out else np.zeros((0, len(self.label_names)))
+            probs[chunk] = torch.softmax(logits.float(), -1).cpu()
+        return probs.numpy()
 
     def predict(self, texts: list[str], pairs: list[str] | None = None) -> list[tuple[str, float]]:
         probs = self.predict_proba(texts, pairs)

@@ -33,6 +33,7 @@ class StepInfo:
     lr: float
     samples_per_second: float
     elapsed_seconds: float
+    tokens_per_second: float | None = None  # real (unpadded) tokens; None where rows are features
 
 
 @dataclass

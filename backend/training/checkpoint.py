@@ -125,19 +125,26 @@ def _state(fitter: Fitter, epoch: int) -> dict[str, Any]:
         "best": fitter.best,
         "history": fitter.history,
         "epoch_seconds": fitter.epoch_seconds,
+        "tokens": [fitter.tokens.real, fitter.tokens.padded],
         "resolved": fitter.resolved,  # what "auto" chose: a resume trains on with the same numbers
         # Checkpoints fall on epoch boundaries, and an epoch's order is a function of its seed
         # alone, so the sampler's position is the next epoch's first batch under this seed.
-        "sampler": {"epoch": epoch + 1, "batch": 0, "shuffle_seed": fitter.cfg.seed + epoch + 1},
+        "sampler": {
+            "epoch": epoch + 1,
+            "batch": 0,
+            "shuffle_seed": fitter.cfg.seed + epoch + 1,
+            "group_by_length": fitter.cfg.group_by_length,
+        },
     }
 
 
 def _write_files(folder: Path, fitter: Fitter, epoch: int) -> None:
     written = [folder / "trainable.safetensors", folder / "optimizer.pt"]
     save_file(_trainable(fitter), str(written[0]))
-    torch.save(
-        {"optimizer": fitter.optimizer.state_dict(), "scheduler": fitter.scheduler.state_dict()}, written[1]
-    )
+    states = {"optimizer": fitter.optimizer.state_dict(), "scheduler": fitter.scheduler.state_dict()}
+    if fitter.scaler is not None:  # fp16 loss scaling: its scale is part of the optimizer's state
+        states["scaler"] = fitter.scaler.state_dict()
+    torch.save(states, written[1])
     if fitter.best_state is not None:
         written.append(folder / "best.safetensors")
         save_file({k: v.contiguous() for k, v in fitter.best_state.items()}, str(written[-1]))
@@ -247,6 +254,8 @@ def _restore_optimizer(folder: Path, fitter: Fitter) -> None:
     opt = torch.load(folder / "optimizer.pt", weights_only=True)
     fitter.optimizer.load_state_dict(opt["optimizer"])
     fitter.scheduler.load_state_dict(opt["scheduler"])
+    if fitter.scaler is not None and "scaler" in opt:
+        fitter.scaler.load_state_dict(opt["scaler"])
 
 
 def _restore_rng(folder: Path) -> None:
@@ -280,6 +289,7 @@ def load(directory: Path, fitter: Fitter) -> int:
     _restore_optimizer(folder, fitter)
     fitter.step, fitter.best, fitter.history = state["step"], state["best"], state["history"]
     fitter.epoch_seconds = state.get("epoch_seconds", [])
+    fitter.tokens.real, fitter.tokens.padded = state.get("tokens", [0, 0])
     if (folder / "best.safetensors").is_file():
         fitter.best_state = load_file(str(folder / "best.safetensors"))
     sampler = state.get("sampler")
@@ -287,6 +297,11 @@ def load(directory: Path, fitter: Fitter) -> int:
         fitter.cb.on_log(
             f"warning: the checkpoint was written with seed {sampler['shuffle_seed'] - sampler['epoch']}, "
             f"this run uses {fitter.cfg.seed}: batches come in a different order than the original run's"
+        )
+    if sampler and sampler.get("group_by_length", False) != fitter.cfg.group_by_length:
+        fitter.cb.on_log(
+            "warning: the checkpoint was written with length grouping "
+            f"{'on' if sampler.get('group_by_length') else 'off'}: batches come in a different order"
         )
     _restore_rng(folder)
     return int(state["epoch"])

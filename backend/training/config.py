@@ -11,6 +11,7 @@ from backend.data.prepare import PreparedData, prepare
 from backend.errors import ConfigError
 from backend.methods import registry
 from backend.methods.base import check_range, knob, unknown_settings
+from backend.training.runtime import PRECISIONS
 
 QUANT_CHOICES = ("none", "8bit", "4bit")
 AUTO = "auto"
@@ -131,6 +132,19 @@ class TrainConfig:
         exclusive=("min", "max"),
     )
     drop_invalid: bool = knob(False, "Drop invalid rows", "Drop rows with a missing text or label.")
+    group_by_length: bool = knob(
+        True,
+        "Group by length",
+        "Batch rows of similar length together (far less padding, same shuffled epochs); "
+        "off: plain random batches.",
+    )
+    precision: str = knob(
+        "auto",
+        "Precision",
+        "auto: bf16 autocast where the hardware has it (CPUs with AVX-512 BF16 or AMX, most GPUs; "
+        "fp16 with loss scaling on older GPUs), else fp32. Weights and exports stay fp32.",
+        choices=PRECISIONS,
+    )
     seed: int = knob(0, "Seed", "Random seed of the split, the initialisation and the batch order.", min=0)
     device: str = knob("auto", "Device", "auto, cpu or cuda[:N].")
 

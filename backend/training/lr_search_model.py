@@ -9,6 +9,7 @@ a few vectors.
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -33,7 +34,8 @@ from backend.training.lr_search import (
     search_batch_size,
     successive_halving,
 )
-from backend.training.metrics import autocast, evaluate
+from backend.training.metrics import evaluate
+from backend.training.runtime import autocast
 
 
 def search_optimizer(params: list[torch.nn.Parameter], lr: float, weight_decay: float) -> torch.optim.AdamW:
@@ -80,15 +82,25 @@ class ModelSearch:
     max_grad_norm: float
     warmup_steps: int
     seed: int
+    precision: str = "fp32"
+    group_by_length: bool = True
     params: dict[str, torch.nn.Parameter] = field(init=False)
     initial: dict[str, torch.Tensor] = field(init=False)
     _order: list[list[int]] = field(init=False, default_factory=list)
     _stream: Iterator[list[int]] = field(init=False)
 
     def __post_init__(self) -> None:
-        self._stream = batches_forever(len(self.train), self.batch_size, self.seed)
+        self._stream = self._batches_forever()
         self.params = {n: p for n, p in self.model.named_parameters() if p.requires_grad}
         self.initial = {n: p.detach().cpu().clone() for n, p in self.params.items()}
+
+    def _batches_forever(self) -> Iterator[list[int]]:
+        """Epoch after epoch of the run's own batch order (length-grouped when the run is)."""
+        if not self.group_by_length:
+            yield from batches_forever(len(self.train), self.batch_size, self.seed)
+            return
+        for epoch in itertools.count():
+            yield from self.train.index_batches(self.batch_size, True, self.seed + epoch, True)
 
     def step_seconds(self, batch_size: int) -> float:
         """Wall time of one training step at ``batch_size`` (the second of two: the first warms
@@ -100,7 +112,7 @@ class ModelSearch:
         elapsed = 0.0
         for _ in range(2):
             started = time.perf_counter()
-            with autocast(self.device):
+            with autocast(self.device, self.precision):
                 loss = self.model(**{k: v.to(self.device) for k, v in self.train.batch(rows).items()}).loss
             loss.backward()
             torch.nn.utils.clip_grad_norm_(params, self.max_grad_norm)
@@ -141,7 +153,7 @@ class ModelSearch:
             batch = self.train.batch(self._batch_indices(trial.done))
             for group in opt.param_groups:
                 group["lr"] = trial.lr * min(1.0, (trial.done + 1) / self.warmup_steps)
-            with autocast(self.device):
+            with autocast(self.device, self.precision):
                 loss = self.model(**{k: v.to(self.device) for k, v in batch.items()}).loss
             trial.done += 1
             if not torch.isfinite(loss):
@@ -157,7 +169,7 @@ class ModelSearch:
 
     def score(self, trial: ModelTrial) -> tuple[float, float]:
         self._load(trial.weights)
-        metrics = evaluate(self.model, self.holdout, self.label_names, self.device)
+        metrics = evaluate(self.model, self.holdout, self.label_names, self.device, self.precision)
         return metrics["eval_loss"], metrics["accuracy"]
 
 
@@ -184,6 +196,8 @@ def search_model_lr(
     max_grad_norm: float,
     seed: int,
     cb: Callback,
+    precision: str = "fp32",
+    group_by_length: bool = True,
 ) -> dict[str, Any]:
     """Pick a learning rate for ``model`` from ``lrs`` using ``train`` only; the model's
     trainable weights are back at their initial values afterwards."""
@@ -193,6 +207,8 @@ def search_model_lr(
     search = ModelSearch(
         model, train.subset(fit_idx), train.subset(held_idx), label_names, device,
         search_batch_size(batch_size), weight_decay, max_grad_norm, 1, seed,
+        "fp32" if precision == "fp16" else precision,  # fp16 needs loss scaling: not worth it here
+        group_by_length,
     )  # fmt: skip
     try:
         schedule = plan_schedule(len(lrs), len(train), measured_costs(search, batch_size, planned_samples))

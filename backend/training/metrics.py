@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-import contextlib
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
 from sklearn.metrics import accuracy_score, confusion_matrix, f1_score, precision_recall_fscore_support
+
+from backend.training.runtime import autocast
 
 if TYPE_CHECKING:
     from backend.data.batching import Encoded
@@ -31,31 +33,49 @@ def classification_metrics(
     }
 
 
-def autocast(device: torch.device) -> contextlib.AbstractContextManager[Any]:
-    """bf16 autocast on GPUs that support it, fp16 otherwise; plain fp32 on the CPU."""
-    if device.type != "cuda":
-        return contextlib.nullcontext()
-    dtype = torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
-    return torch.autocast("cuda", dtype=dtype)
-
-
 @torch.no_grad()
-def predict_probs(model: Any, enc: Encoded, device: torch.device, batch_size: int = 64) -> np.ndarray:
-    """Class probabilities for every row of ``enc`` (eval mode, no padding beyond the batch)."""
+def predict_probs(
+    model: Any,
+    enc: Encoded,
+    device: torch.device,
+    precision: str = "fp32",
+    batch_size: int = 64,
+    group_by_length: bool = True,
+    forward: Callable[[list[int]], Any] | None = None,
+) -> np.ndarray:
+    """Class probabilities for every row of ``enc``, in ``enc``'s order (eval mode).
+
+    Length-sorted batches pad least; the rows are put back in their original order.
+    ``forward`` (rows -> output) replaces the model's own, e.g. over cached lower layers.
+    """
     was_training = model.training
     model.eval()
-    out = []
-    for batch in enc.batches(batch_size, shuffle=False):
-        batch.pop("labels")
-        with autocast(device):
-            logits = model(**{k: v.to(device) for k, v in batch.items()}).logits
-        out.append(torch.softmax(logits.float(), -1).cpu())
+    probs = torch.empty((len(enc), 0))
+    for rows in enc.index_batches(batch_size, shuffle=False, group_by_length=group_by_length):
+        with autocast(device, precision):
+            if forward is not None:
+                logits = forward(rows).logits
+            else:
+                batch = enc.batch(rows)
+                batch.pop("labels")
+                logits = model(**{k: v.to(device) for k, v in batch.items()}).logits
+        if probs.shape[1] == 0:
+            probs = torch.empty((len(enc), logits.shape[-1]))
+        probs[rows] = torch.softmax(logits.float(), -1).cpu()
     model.train(was_training)
-    return torch.cat(out).numpy()
+    return probs.numpy()
 
 
-def evaluate(model: Any, enc: Encoded, label_names: list[str], device: torch.device) -> dict[str, Any]:
-    return metrics_from_probs(np.asarray(enc.labels), predict_probs(model, enc, device), label_names)
+def evaluate(
+    model: Any,
+    enc: Encoded,
+    label_names: list[str],
+    device: torch.device,
+    precision: str = "fp32",
+    forward: Callable[[list[int]], Any] | None = None,
+) -> dict[str, Any]:
+    probs = predict_probs(model, enc, device, precision, forward=forward)
+    return metrics_from_probs(np.asarray(enc.labels), probs, label_names)
 
 
 def metrics_from_probs(labels: np.ndarray, probs: np.ndarray, label_names: list[str]) -> dict[str, Any]:

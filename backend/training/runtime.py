@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import random
 import resource
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -31,3 +34,54 @@ def peak_gpu_mb(device: torch.device | str) -> float | None:
     if torch.device(device).type != "cuda":
         return None
     return round(torch.cuda.max_memory_allocated() / 2**20, 1)
+
+
+PRECISIONS = ("auto", "fp32", "bf16")
+
+
+def cpu_has_bf16() -> bool:
+    """Native bf16 arithmetic on this CPU (AVX-512 BF16 or AMX), read from /proc/cpuinfo.
+
+    Without it bf16 is emulated and slower than fp32, so "auto" keeps fp32. Not Linux: no.
+    """
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return False
+    lines = (line for line in text.splitlines() if line.startswith("flags"))
+    flags = next((line.split(":", 1)[1].split() for line in lines), [])
+    return "avx512_bf16" in flags or "amx_bf16" in flags
+
+
+def resolve_precision(setting: str, device: torch.device | str) -> str:
+    """The compute dtype of a run: "fp32", "bf16" or "fp16" (CUDA without bf16 only).
+
+    Only the matrix products run in it (autocast); weights, optimizer state and the head
+    stay fp32, so exports are the same fp32 files whatever the precision.
+    """
+    kind = torch.device(device).type
+    if setting == "fp32" or kind not in ("cpu", "cuda"):
+        return "fp32"
+    if kind == "cuda":
+        return "bf16" if torch.cuda.is_bf16_supported() else "fp16"
+    if setting == "bf16":
+        return "bf16"
+    return "bf16" if cpu_has_bf16() else "fp32"
+
+
+def autocast(device: torch.device, precision: str) -> contextlib.AbstractContextManager[Any]:
+    """Autocast to ``precision`` on ``device``; fp32 is no autocast at all."""
+    if precision == "fp32":
+        return contextlib.nullcontext()
+    dtype = torch.bfloat16 if precision == "bf16" else torch.float16
+    return torch.autocast(torch.device(device).type, dtype=dtype)
+
+
+def precision_line(device: torch.device | str) -> str:
+    """What "auto" precision does here, for the device line of the UI."""
+    kind = torch.device(device).type
+    if kind == "cuda":
+        return "bf16 autocast" if torch.cuda.is_bf16_supported() else "fp16 autocast + gradient scaling"
+    if cpu_has_bf16():
+        return "bf16 autocast (the CPU has native bf16)"
+    return "fp32 (this CPU has no native bf16: AVX-512 BF16 or AMX)"

@@ -39,6 +39,8 @@ class Common:
     batch_size: gr.Slider
     max_length: gr.Slider
     quant: gr.Radio
+    precision: gr.Radio
+    group_by_length: gr.Checkbox
 
     def components(self) -> list[Any]:
         return [
@@ -50,10 +52,12 @@ class Common:
             self.batch_size,
             self.max_length,
             self.quant,
+            self.precision,
+            self.group_by_length,
         ]
 
 
-COMMON_SETTINGS = 8  # len(Common.components()): handlers get these values before the method's
+COMMON_SETTINGS = 10  # len(Common.components()): handlers get these values before the method's
 
 
 def epochs_value(auto: bool, epochs: float | None) -> int | str:
@@ -155,7 +159,9 @@ class _Handlers:
     ) -> dict[str, Any]:
         if not dataset_id:
             raise ConfigError("choose the training data first (upload a file on the Data tab)")
-        model, epochs_auto, epochs, lr_auto, lr, batch, max_length, quant = values[:COMMON_SETTINGS]
+        model, epochs_auto, epochs, lr_auto, lr, batch, max_length, quant, precision, grouped = values[
+            :COMMON_SETTINGS
+        ]
         config = self.forms.method_config(key, values[COMMON_SETTINGS:])
         return self.endpoints.launch(
             dataset_id,
@@ -169,6 +175,8 @@ class _Handlers:
             quant,
             eval_id or None,
             name,
+            precision,
+            bool(grouped),
         )
 
     def datasets(self, selected: int | None, eval_selected: int | None) -> tuple[Any, Any]:
@@ -219,7 +227,11 @@ def _common_settings(endpoints: Endpoints, method: dict[str, Any]) -> Common:
             )
         batch = control_for(setting["batch_size"], info=None)
         max_length = control_for(setting["max_length"])
-    return Common(model, epochs_auto, epochs, lr_auto, lr, batch, max_length, quant)
+    with gr.Row():
+        here = f"Here 'auto' means {device['precision']}."
+        precision = control_for(setting["precision"], info=f"{here} {setting['precision']['help']}")
+        grouped = control_for(setting["group_by_length"])
+    return Common(model, epochs_auto, epochs, lr_auto, lr, batch, max_length, quant, precision, grouped)
 
 
 def _compare_methods(methods: list[dict[str, Any]]) -> tuple[gr.CheckboxGroup, gr.Button, gr.Markdown]:

@@ -1,0 +1,129 @@
+"""Speed features keep results right: length-grouped batches, mixed precision, throughput figures.
+
+Speed itself is measured in bench/speed.py (figures, not timed tests); here we check that
+the faster paths give the same answers and the stored weights stay standard fp32.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from backend.artifacts.reload_check import run_fresh_process
+from backend.catalogue import load_tokenizer, model_info
+from backend.data.batching import Encoded
+from backend.data.prepare import Split
+from backend.errors import ConfigError
+from backend.run import run_training
+from backend.training.config import TrainConfig, load_data, validate
+from backend.training.loop import build_model
+from backend.training.metrics import predict_probs
+from backend.training.runtime import cpu_has_bf16, resolve_precision
+from backend.training.throughput import Throughput
+from tests.conftest import write_csv
+
+WORDS = ["good", "bad", "film", "plot", "long", "short", "very", "quite", "the", "a"]
+
+
+def varied_split(n: int, seed: int = 0) -> Split:
+    """Rows of 2 to 60 words: what real data looks like to a padder."""
+    rng = random.Random(seed)
+    texts = [" ".join(rng.choice(WORDS) for _ in range(rng.randint(2, 60))) for _ in range(n)]
+    return Split(texts=texts, pairs=None, labels=[i % 2 for i in range(n)], rows=list(range(n)))
+
+
+@pytest.fixture(scope="module")
+def tokenizer() -> object:
+    return load_tokenizer(model_info("all-MiniLM-L6-v2"))
+
+
+def padded_tokens(enc: Encoded, order: list[int], batch_size: int) -> int:
+    lengths = enc.lengths
+    return sum(
+        max(lengths[i] for i in order[s : s + batch_size]) * len(order[s : s + batch_size])
+        for s in range(0, len(order), batch_size)
+    )
+
+
+def test_grouped_order_is_a_seeded_shuffle_with_far_less_padding(tokenizer: object) -> None:
+    enc = Encoded(tokenizer, varied_split(640), max_length=128)
+    grouped = enc.train_order(32, seed=3)
+    assert sorted(grouped) == list(range(640))
+    assert grouped == enc.train_order(32, seed=3)  # a resumed epoch replays the same batches
+    assert grouped != enc.train_order(32, seed=4)
+    plain = enc.train_order(32, seed=3, group_by_length=False)
+    assert padded_tokens(enc, grouped, 32) < 0.7 * padded_tokens(enc, plain, 32)
+    # Mega-batches are sorted inside, but the epoch as a whole is not one long sorted run.
+    firsts = [enc.lengths[grouped[s]] for s in range(0, 640, 32)]
+    assert firsts != sorted(firsts) and firsts != sorted(firsts, reverse=True)
+
+
+def test_length_sorted_prediction_keeps_the_row_order(tokenizer: object, tiny_csv: Path) -> None:
+    cfg = TrainConfig(data=str(tiny_csv), method="lora", device="cpu")
+    info = model_info(cfg.model)
+    model = build_model(cfg, info, load_data(cfg).label_names, tokenizer.pad_token_id)  # type: ignore[attr-defined]
+    enc = Encoded(tokenizer, varied_split(40, seed=1), max_length=128)
+    assert enc.by_length() != list(range(40))  # sorting really reorders these rows
+    sorted_probs = predict_probs(model, enc, torch.device("cpu"), batch_size=8, group_by_length=True)
+    plain_probs = predict_probs(model, enc, torch.device("cpu"), batch_size=8, group_by_length=False)
+    assert np.abs(sorted_probs - plain_probs).max() < 1e-5
+
+
+def test_precision_setting() -> None:
+    assert resolve_precision("fp32", "cpu") == "fp32"
+    assert resolve_precision("bf16", "cpu") == "bf16"  # asked for: emulated where not native
+    assert resolve_precision("auto", "cpu") == ("bf16" if cpu_has_bf16() else "fp32")
+    with pytest.raises(ConfigError, match="Precision must be one of auto, fp32, bf16"):
+        validate(TrainConfig(data="x.csv", method="lora", precision="fp8"))
+
+
+def test_throughput_counts_real_and_padded_tokens() -> None:
+    t = Throughput()
+    t.add(
+        {
+            "input_ids": torch.ones(2, 5, dtype=torch.long),
+            "attention_mask": torch.tensor([[1] * 5, [1, 1, 0, 0, 0]]),
+        }
+    )
+    assert (t.real, t.padded) == (7, 10)
+
+
+def test_bf16_run_trains_fp32_weights_and_exports_reload_exactly(tmp_path: Path) -> None:
+    """bf16 autocast only changes the matrix products: the adapter on disk is fp32 and a fresh
+    process loading it predicts the stored check rows to 1e-5 (the final predictions are fp32)."""
+    rng = random.Random(0)
+    rows = [
+        (
+            " ".join(
+                ["great" if i % 2 else "awful"] + [rng.choice(WORDS) for _ in range(rng.randint(1, 20))]
+            ),
+            "pos" if i % 2 else "neg",
+        )
+        for i in range(48)
+    ]
+    data = write_csv(tmp_path / "varied.csv", rows)
+    cfg = TrainConfig(
+        data=str(data),
+        method="lora",
+        epochs=1,
+        lr=3e-3,
+        batch_size=16,
+        max_length=16,
+        precision="bf16",
+        device="cpu",
+    )
+    summary = run_training(cfg, tmp_path / "run")
+    assert summary["precision"] == "bf16"
+    assert summary["group_by_length"] is True
+    weights = load_file(str(tmp_path / "run" / "adapter_model.safetensors"))
+    assert weights and all(t.dtype == torch.float32 for t in weights.values())
+    assert summary["tokens_per_second"] > 0
+    assert 0 <= summary["padding_share"] < 1
+    assert 0 < summary["mfu"] < 1
+    check = run_fresh_process(tmp_path / "run")
+    assert check["ok"], check
