@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from backend.methods.base import BuildContext, MethodConfig, MethodSpec, knob
+from backend.methods.base import BuildContext, MethodConfig, MethodSpec, knob, layer_cut, top_layers_knob
 
 ADAPTER_NAME = "workbench"
 
@@ -32,6 +32,7 @@ class Config(MethodConfig):
         "pfeiffer: after the FFN only; parallel: beside the FFN, scaled (He et al.).",
         choices=("houlsby", "pfeiffer", "parallel"),
     )
+    top_layers: int = top_layers_knob()
 
 
 def reduction_factor(hidden: int, bottleneck: int) -> float:
@@ -43,22 +44,25 @@ def reduction_factor(hidden: int, bottleneck: int) -> float:
     return hidden / bottleneck if hidden % bottleneck == 0 else hidden / (bottleneck + 0.5)
 
 
-def adapter_config(cfg: Config, hidden: int) -> Any:
+def adapter_config(cfg: Config, hidden: int, leave_out: list[int] | None = None) -> Any:
+    """The AdapterHub config; ``leave_out``: layers that get no adapter (below a top_layers cut)."""
     from adapters import DoubleSeqBnConfig, ParBnConfig, SeqBnConfig
 
-    rf = reduction_factor(hidden, cfg.bottleneck)
+    kwargs = {"reduction_factor": reduction_factor(hidden, cfg.bottleneck), "leave_out": leave_out or []}
     if cfg.placement == "houlsby":
-        return DoubleSeqBnConfig(reduction_factor=rf)
+        return DoubleSeqBnConfig(**kwargs)
     if cfg.placement == "pfeiffer":
-        return SeqBnConfig(reduction_factor=rf)
-    return ParBnConfig(reduction_factor=rf)  # scaling 4.0: the paper's setting
+        return SeqBnConfig(**kwargs)
+    return ParBnConfig(**kwargs)  # scaling 4.0: the paper's setting
 
 
 def build(model: Any, cfg: Config, ctx: BuildContext) -> Any:
     import adapters
 
+    cut = layer_cut(ctx.info.num_layers, cfg.top_layers, ctx.info.name)
+    leave_out = list(range(cut)) if cut is not None else []
     adapters.init(model)
-    model.add_adapter(ADAPTER_NAME, config=adapter_config(cfg, ctx.info.hidden_size))
+    model.add_adapter(ADAPTER_NAME, config=adapter_config(cfg, ctx.info.hidden_size, leave_out))
     model.train_adapter(ADAPTER_NAME)  # freezes the base, activates the adapter
     for name in ("classifier", "score", "pre_classifier"):  # the head always trains
         head = getattr(model, name, None)

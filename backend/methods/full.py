@@ -1,21 +1,36 @@
-"""Full fine-tuning: every weight trains (the accuracy reference, the largest artifact)."""
+"""Full fine-tuning: every weight trains (the accuracy reference, the largest artifact).
+
+With ``top_layers`` N, only the top N layers, the pooler / final norm and the head train;
+the embeddings and the layers below stay as loaded (the export is still a whole model).
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
 
-from backend.methods.base import BuildContext, MethodConfig, MethodSpec
+from backend.methods.base import (
+    BuildContext,
+    MethodConfig,
+    MethodSpec,
+    layer_cut,
+    parameters_below_cut,
+    top_layers_knob,
+)
 
 
 @dataclass
 class Config(MethodConfig):
-    """Full fine-tuning has no method-specific knobs."""
+    top_layers: int = top_layers_knob()
 
 
 def build(model: Any, cfg: Config, ctx: BuildContext) -> Any:
     for p in model.parameters():
         p.requires_grad_(True)
+    cut = layer_cut(ctx.info.num_layers, cfg.top_layers, ctx.info.name)
+    if cut is not None:
+        for _, p in parameters_below_cut(model, cut):
+            p.requires_grad_(False)
     return model
 
 

@@ -12,7 +12,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from backend.errors import ConfigError
-from backend.methods.base import BuildContext, MethodConfig, MethodSpec, knob
+from backend.methods.base import (
+    BuildContext,
+    MethodConfig,
+    MethodSpec,
+    knob,
+    layer_cut,
+    lower_layer_regex,
+    top_layers_knob,
+)
 
 
 @dataclass
@@ -23,6 +31,7 @@ class Config(MethodConfig):
         "Rescale keys, values and the FFN (the paper), or keys and values only.",
         choices=("k,v + FFN", "k,v only"),
     )
+    top_layers: int = top_layers_knob()
 
 
 def build(model: Any, cfg: Config, ctx: BuildContext) -> Any:
@@ -41,6 +50,11 @@ def build(model: Any, cfg: Config, ctx: BuildContext) -> Any:
             raise ConfigError(f"IA3 'k,v only' has no module names for {mtype}; use 'k,v + FFN'")
         kv = [m for m in TARGETS[mtype] if m not in FF.get(mtype, [])]
         kwargs = {"target_modules": kv, "feedforward_modules": []}
+    cut = layer_cut(ctx.info.num_layers, cfg.top_layers, ctx.info.name)
+    if cut is not None:
+        # IA3Config has no ``layers_to_transform`` (LoRA's option): name the lower layers'
+        # modules in ``exclude_modules``, a standard field, so the export stays plain PEFT.
+        kwargs["exclude_modules"] = lower_layer_regex(model, cut)
     return get_peft_model(model, IA3Config(task_type=TaskType.SEQ_CLS, **kwargs))
 
 

@@ -5,7 +5,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from backend.methods.base import BuildContext, MethodConfig, MethodSpec, knob
+from backend.methods.base import (
+    BuildContext,
+    MethodConfig,
+    MethodSpec,
+    find_layer_list,
+    knob,
+    layer_cut,
+    lower_layer_regex,
+    top_layers_knob,
+)
 
 
 @dataclass
@@ -29,6 +38,23 @@ class Config(MethodConfig):
         "Which weight matrices get an update: the paper's query/value projections, or every linear layer.",
         choices=("attention q,v", "all linear"),
     )
+    top_layers: int = top_layers_knob()
+
+
+def layer_restriction(model: Any, cfg: Config, ctx: BuildContext) -> dict[str, Any]:
+    """LoraConfig options that keep LoRA out of the layers below the ``top_layers`` cut.
+
+    PEFT's own ``layers_to_transform`` says it plainly in adapter_config.json; PEFT refuses it
+    beside the "all-linear" wildcard, so that choice names the lower layers in
+    ``exclude_modules`` instead (a standard LoraConfig field too: PEFT reloads it as it is).
+    """
+    cut = layer_cut(ctx.info.num_layers, cfg.top_layers, ctx.info.name)
+    if cut is None:
+        return {}
+    if cfg.targets == "all linear":
+        return {"exclude_modules": lower_layer_regex(model, cut)}
+    pattern = find_layer_list(model)[0].rsplit(".", 1)[-1]  # "layer" (BERT), "layers", "h" (GPT-2)
+    return {"layers_to_transform": list(range(cut, ctx.info.num_layers)), "layers_pattern": pattern}
 
 
 def build(model: Any, cfg: Config, ctx: BuildContext) -> Any:
@@ -42,6 +68,7 @@ def build(model: Any, cfg: Config, ctx: BuildContext) -> Any:
         lora_alpha=cfg.alpha,
         lora_dropout=cfg.dropout,
         target_modules=targets,
+        **layer_restriction(model, cfg, ctx),
     )
     return get_peft_model(model, peft_cfg)
 

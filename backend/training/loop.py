@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -34,10 +35,19 @@ from backend.training.autotune import (
 from backend.training.callbacks import Callback, EpochInfo, StepInfo, TrainingCancelled
 from backend.training.config import AUTO, TrainConfig
 from backend.training.lr_search_model import search_model_lr
-from backend.training.metrics import autocast, evaluate, predict_probs
+from backend.training.metrics import evaluate, metrics_from_probs, predict_probs
 from backend.training.outcome import RunContext, RunOutcome, run_summary
 from backend.training.params import count, count_parameters
-from backend.training.runtime import peak_gpu_mb, pick_device, seed_everything
+from backend.training.runtime import (
+    autocast,
+    cpu_has_bf16,
+    peak_gpu_mb,
+    pick_device,
+    resolve_precision,
+    seed_everything,
+)
+from backend.training.throughput import Throughput, computed_params, throughput_summary
+from backend.training.top_layers import LowerLayerCache, cut_index
 
 
 def trainable_state(model: Any) -> dict[str, torch.Tensor]:
@@ -59,6 +69,9 @@ class Fitter:
     ) -> None:
         self.model, self.cfg, self.train, self.evals = model, cfg, train, evals
         self.label_names, self.device, self.cb = label_names, device, callback
+        self.precision = resolve_precision(cfg.precision, device)
+        # fp16 (CUDA without bf16) needs loss scaling; bf16 has fp32's range and does not.
+        self.scaler = torch.amp.GradScaler("cuda") if self.precision == "fp16" else None
         params = [p for p in model.parameters() if p.requires_grad]
         self.optimizer = torch.optim.AdamW(params, lr=cfg.effective_lr, weight_decay=cfg.weight_decay)
         self.steps_per_epoch = math.ceil(train.num_batches(cfg.batch_size) / cfg.grad_accum)
@@ -75,15 +88,24 @@ class Fitter:
         self.pad_to: int | None = None  # fixed-length padding, only to benchmark against it
         self.stopped_early: int | None = None  # the epoch early stopping ended the run after
         self.resolved: dict[str, Any] = {}  # what "auto" chose; checkpoints keep it for resume
+        self.tokens = Throughput()
+        # rows -> model output; the top-layers option swaps in a forward over cached states
+        self.forward: Callable[[list[int]], Any] = self._forward
+        self.eval_forward: Callable[[list[int]], Any] | None = None
+        self.top_cut: int | None = None  # train the layers from here up over cached lower ones
 
     def run(self, start_epoch: int = 1, checkpoint_dir: Path | None = None) -> None:
         self.model.train()
         start = time.perf_counter()
         for epoch in range(start_epoch, self.cfg.effective_epochs + 1):
             t0 = time.perf_counter()
+            if epoch == start_epoch:
+                self._cache_lower_layers()  # counted in the first epoch's time: it is its cost
             train_loss = self._epoch(epoch, start)
             self.epoch_seconds.append(time.perf_counter() - t0)
-            metrics = evaluate(self.model, self.evals, self.label_names, self.device)
+            metrics = evaluate(
+                self.model, self.evals, self.label_names, self.device, self.precision, self.eval_forward
+            )
             is_best = better(metrics, self.best)
             if is_best:
                 self.best, self.best_state = {**metrics, "epoch": epoch}, trainable_state(self.model)
@@ -114,33 +136,59 @@ class Fitter:
         )
         return True
 
+    def _cache_lower_layers(self) -> None:
+        """With "train top layers": run the frozen layers below the cut once, for the training
+        and the evaluation rows, and train and evaluate on their cached outputs from then on."""
+        if self.top_cut is None:
+            return
+        started = time.perf_counter()
+        with autocast(self.device, self.precision):
+            train = LowerLayerCache.build(self.model, self.train, self.top_cut, self.device)
+            evals = LowerLayerCache.build(self.model, self.evals, self.top_cut, self.device)
+        lengths = self.train.lengths
+
+        def forward(rows: list[int]) -> Any:
+            self.tokens.add_lengths([lengths[i] for i in rows])
+            with autocast(self.device, self.precision):
+                return train.forward(self.model, rows)
+
+        self.forward = forward
+        self.eval_forward = lambda rows: evals.forward(self.model, rows)
+        self.cb.on_log(
+            f"cached the hidden states entering layer {self.top_cut} for {len(train)} training and "
+            f"{len(evals)} evaluation rows in {time.perf_counter() - started:.1f} s; "
+            "only the layers above train"
+        )
+
+    def _forward(self, rows: list[int]) -> Any:
+        batch = self.train.batch(rows, self.pad_to)
+        self.tokens.add(batch)
+        with autocast(self.device, self.precision):
+            return self.model(**{k: v.to(self.device) for k, v in batch.items()})
+
     def _epoch(self, epoch: int, start: float) -> float:
         cfg, losses = self.cfg, []
-        batches = self.train.batches(cfg.batch_size, shuffle=True, seed=cfg.seed + epoch, pad_to=self.pad_to)
-        t_last, seen = time.perf_counter(), 0
-        for i, batch in enumerate(batches, 1):
+        batches = self.train.index_batches(cfg.batch_size, True, cfg.seed + epoch, cfg.group_by_length)
+        n_batches = self.train.num_batches(cfg.batch_size)
+        t_last, seen, tokens_before = time.perf_counter(), 0, self.tokens.real
+        for i, rows in enumerate(batches, 1):
             if self.cb.should_cancel():
                 raise TrainingCancelled(f"cancelled at step {self.step}")
-            with autocast(self.device):
-                out = self.model(**{k: v.to(self.device) for k, v in batch.items()})
+            out = self.forward(rows)
             if not torch.isfinite(out.loss):
                 raise ConfigError(
                     f"training diverged: the loss became {out.loss.item()} at step {self.step + 1} "
                     f"(epoch {epoch}); try a lower learning rate (now {cfg.effective_lr:g})"
                 )
-            (out.loss / cfg.grad_accum).backward()
+            loss = out.loss / cfg.grad_accum
+            (self.scaler.scale(loss) if self.scaler else loss).backward()
             losses.append(out.loss.item())
-            seen += len(batch["labels"])
-            if i % cfg.grad_accum and i != self.train.num_batches(cfg.batch_size):
+            seen += len(rows)
+            if i % cfg.grad_accum and i != n_batches:
                 continue
-            torch.nn.utils.clip_grad_norm_(
-                [p for p in self.model.parameters() if p.requires_grad], cfg.max_grad_norm
-            )
-            self.optimizer.step()
-            self.scheduler.step()
-            self.optimizer.zero_grad(set_to_none=True)
-            self.step += 1
+            self._optimizer_step()
             now = time.perf_counter()
+            elapsed = max(now - t_last, 1e-9)
             self.cb.on_step(
                 StepInfo(
                     self.step,
@@ -148,12 +196,27 @@ class Fitter:
                     epoch,
                     float(np.mean(losses[-cfg.grad_accum :])),
                     self.scheduler.get_last_lr()[0],
-                    seen / max(now - t_last, 1e-9),
+                    seen / elapsed,
                     now - start,
+                    (self.tokens.real - tokens_before) / elapsed,
                 )
             )
-            t_last, seen = now, 0
+            t_last, seen, tokens_before = now, 0, self.tokens.real
         return float(np.mean(losses)) if losses else float("nan")
+
+    def _optimizer_step(self) -> None:
+        params = [p for p in self.model.parameters() if p.requires_grad]
+        if self.scaler is not None:
+            self.scaler.unscale_(self.optimizer)  # clip the true gradients, not the scaled ones
+        torch.nn.utils.clip_grad_norm_(params, self.cfg.max_grad_norm)
+        if self.scaler is not None:
+            self.scaler.step(self.optimizer)
+            self.scaler.update()
+        else:
+            self.optimizer.step()
+        self.scheduler.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        self.step += 1
 
 
 def build_model(
@@ -199,6 +262,8 @@ def resolve_auto(
             max_grad_norm=cfg.max_grad_norm,
             seed=cfg.seed,
             cb=cb,
+            precision=resolve_precision(cfg.precision, device),
+            group_by_length=cfg.group_by_length,
         )
         cb.on_log(describe_search(search))
         seed_everything(cfg.seed)  # the run's own randomness does not depend on the search
@@ -232,6 +297,12 @@ def run_loop(ctx: RunContext) -> RunOutcome:
     cfg, plan, search = resolve_auto(cfg, model, train_enc, data.label_names, device, cb, ctx.resume_from)
     search_seconds = time.perf_counter() - search_started if search and not ctx.resume_from else 0.0
     fitter = Fitter(model, cfg, train_enc, eval_enc, data.label_names, device, cb)
+    fitter.top_cut = cut_index(ctx.info.num_layers, getattr(cfg.method_settings(), "top_layers", 0))
+    if fitter.precision == "bf16" and device.type == "cpu" and not cpu_has_bf16():
+        cb.on_log(
+            "warning: this CPU has no native bf16 (AVX-512 BF16 or AMX): bf16 is emulated and "
+            "several times slower than fp32 here; precision 'auto' would train in fp32"
+        )
     fitter.resolved = {"lr": cfg.lr, "epochs": cfg.epochs, "lr_search": search}
     trainable, total = _count(ctx, model)
     cb.on_start(
@@ -251,7 +322,12 @@ def run_loop(ctx: RunContext) -> RunOutcome:
     if fitter.best_state is not None:
         model.load_state_dict(fitter.best_state, strict=False)
     train_seconds = time.perf_counter() - ctx.started
+    # The final predictions run in fp32, as the exported weights will (the reload check
+    # compares them to 1e-5); a reduced-precision run reports these, not its bf16 epoch score.
+    probs = predict_probs(model, eval_enc, device)
     best = fitter.best or {}
+    if fitter.precision != "fp32" and best:
+        best = {**best, **metrics_from_probs(np.asarray(eval_enc.labels), probs, data.label_names)}
     per_epoch = round(float(np.mean(fitter.epoch_seconds)), 3) if fitter.epoch_seconds else None
     summary = {
         **run_summary(
@@ -276,6 +352,16 @@ def run_loop(ctx: RunContext) -> RunOutcome:
             RunLength(len(fitter.history), fitter.stopped_early, fitter.step),
         ),
         **learning_check(best["accuracy"], data, cfg, plan, search is not None),
+        "precision": fitter.precision,
+        "group_by_length": cfg.group_by_length,
+        "epoch_seconds": [round(t, 3) for t in fitter.epoch_seconds],
+        **throughput_summary(
+            fitter.tokens,
+            sum(fitter.epoch_seconds),
+            computed_params(model, fitter.top_cut),
+            trainable,
+            device.type,
+            fitter.precision,
+        ),
     }
-    probs = predict_probs(model, eval_enc, device)
     return RunOutcome(cfg, summary, best, fitter.history, probs, model=model)
