@@ -98,8 +98,10 @@ class JobReporter(Callback):
             ("train_loss", info.loss),
             ("learning_rate", info.lr),
             ("samples_per_second", info.samples_per_second),
+            ("tokens_per_second", info.tokens_per_second),
         ):
-            self._add(info.step, name, value, now, epoch=info.epoch)
+            if value is not None:  # a probe head's rows are features: it has no tokens
+                self._add(info.step, name, value, now, epoch=info.epoch)
         if self._first_step is None:
             self._first_step = info.step  # a resumed run starts past step 1
         done = info.step - self._first_step + 1

@@ -27,7 +27,7 @@ from jobs.records import (
 )
 from jobs.schema import METRIC_COLUMNS, Dataset, Job, Metric
 
-STEP_SERIES = ("train_loss", "learning_rate", "samples_per_second")
+STEP_SERIES = ("train_loss", "learning_rate", "samples_per_second", "tokens_per_second")
 EPOCH_SERIES = ("eval_accuracy", "eval_macro_f1", "eval_loss", "epoch_train_loss")
 # A probe layer sweep's results, one point per layer (``Metric.layer``): [[layer, value]],
 # 0 = embeddings. A sweep has these instead of the epoch series.

@@ -51,6 +51,10 @@ def test_three_jobs_run_in_order_and_each_has_metric_rows(finished: dict[str, An
         assert job["progress"] == 1.0
         assert job["accuracy"] is not None and job["trainable_params"] > 0
     assert jobs[0]["series"]["train_loss"] and jobs[0]["series"]["learning_rate"]
+    # Throughput: live per step, and the run's own figure at the end (none for a probe's head).
+    assert all(value > 0 for _, value in jobs[0]["series"]["tokens_per_second"])
+    assert jobs[0]["metrics"]["tokens_per_second"] > 0 and 0 < jobs[0]["metrics"]["mfu"] < 1
+    assert not jobs[2]["series"]["tokens_per_second"]
     assert [row["id"] for row in finished["bench"].list_jobs()] == finished["ids"][::-1]
 
 
