@@ -4,7 +4,10 @@
 # Installs the pinned requirements into .venv-gpu (PyPI serves the CUDA build of torch 2.13.0
 # there), then trains LoRA (fp32 weights + bf16/fp16 autocast), LoRA on an 8-bit and a 4-bit base,
 # and full fine-tuning on SST-2 (2,000 rows, 1 epoch, full dev set), printing peak GPU memory
-# and throughput per run. Paste its output into bench/GPU.md.
+# and throughput per run; then the speed grid of bench/speed.py on the GPU: the old loop (random
+# batches, fp32) against the defaults (length-grouped, bf16/fp16 autocast) for LoRA and full
+# fine-tuning, each alone, and LoRA on the top 2 layers (2 epochs: epoch 1 builds the cache).
+# Paste its output into bench/GPU.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DATA=${1:-../shared/data/sst2}
@@ -32,10 +35,20 @@ name, path, t0 = sys.argv[1], sys.argv[2], float(sys.argv[3])
 r = json.load(open(path))
 sps = r["train_rows"] / r["seconds_per_epoch"]
 print(f"{name:14s} acc {r['accuracy']:.3f}  peak GPU {r['peak_gpu_mb']} MB  "
-      f"{sps:.0f} samples/s  epoch {r['seconds_per_epoch']:.1f} s  wall {time.time() - t0:.0f} s")
+      f"{sps:.0f} samples/s  {r.get('tokens_per_second') or 0:.0f} tokens/s  MFU {r.get('mfu') or 0:.1%} "
+      f"({r.get('precision')})  epochs {r.get('epoch_seconds')} s  wall {time.time() - t0:.0f} s")
 PYEOF
 }
 run lora-fp     --method lora
 run lora-8bit   --method lora --quant 8bit
 run lora-4bit   --method lora --quant 4bit
 run full-ft     --method full
+# Speed (issue 10): fixed learning rate so only the loop differs.
+run lora-old      --method lora --lr default --no-group-by-length --precision fp32
+run lora-grouped  --method lora --lr default --precision fp32
+run lora-bf16     --method lora --lr default --no-group-by-length
+run lora-new      --method lora --lr default
+run full-old      --method full --lr default --no-group-by-length --precision fp32
+run full-new      --method full --lr default
+run lora-all-2ep  --method lora --lr default --epochs 2
+run lora-top2-2ep --method lora --lr default --epochs 2 --set top_layers=2

@@ -104,10 +104,17 @@ class ModelSearch:
 
     def step_seconds(self, batch_size: int) -> float:
         """Wall time of one training step at ``batch_size`` (the second of two: the first warms
-        kernels up). Learning rate 0, so the weights do not move."""
+        kernels up). Learning rate 0, so the weights do not move.
+
+        Timed on a typical batch of the run: with length grouping, rows around the median
+        length (a random batch pads to its longest row and would overstate the cost)."""
         params = list(self.params.values())
         opt = search_optimizer(params, 0.0, 0.0)
         rows = next(batches_forever(len(self.train), batch_size, self.seed + 1))
+        if self.group_by_length:
+            order = self.train.by_length()
+            start = max(0, len(order) // 2 - batch_size // 2)
+            rows = order[start : start + batch_size]
         self.model.train()
         elapsed = 0.0
         for _ in range(2):
