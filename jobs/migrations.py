@@ -15,7 +15,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from sqlalchemy import Column, Integer, MetaData, Table, inspect, select, text
+from sqlalchemy import (
+    JSON,
+    Column,
+    DateTime,
+    ForeignKey,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    inspect,
+    select,
+    text,
+)
 from sqlalchemy.engine import Connection, Engine
 
 from backend.errors import ConfigError
@@ -45,8 +57,41 @@ def add_metric_layer(conn: Connection) -> None:
     conn.execute(text(f"UPDATE metrics SET epoch = NULL WHERE {sweep_rows}"))
 
 
+# The sweeps table exactly as version 4 made it (frozen: later versions change it by steps).
+SWEEPS_V4 = Table(
+    "sweeps",
+    MetaData(),
+    Column("id", Integer, primary_key=True),
+    Column("name", String(300), nullable=False),
+    Column("kind", String(16), nullable=False),
+    Column("method", String(32)),
+    Column("spec", JSON, nullable=False),
+    Column("base_config", JSON, nullable=False),
+    Column("dataset_id", Integer, ForeignKey("datasets.id", ondelete="SET NULL")),
+    Column("eval_dataset_id", Integer, ForeignKey("datasets.id", ondelete="SET NULL")),
+    Column("status", String(16), nullable=False),
+    Column("study_name", String(200)),
+    Column("created_at", DateTime, nullable=False),
+    Column("finished_at", DateTime),
+)
+
+
+def add_sweeps(conn: Connection) -> None:
+    """Version 4: sweeps group jobs; a job records its sweep, its point and trial number.
+
+    Plain DDL both engines run (SQLite adds a REFERENCES column only with a NULL default,
+    which these have).
+    """
+    SWEEPS_V4.create(conn)
+    conn.execute(
+        text("ALTER TABLE jobs ADD COLUMN sweep_id INTEGER REFERENCES sweeps(id) ON DELETE SET NULL")
+    )
+    conn.execute(text("ALTER TABLE jobs ADD COLUMN trial_params JSON"))
+    conn.execute(text("ALTER TABLE jobs ADD COLUMN trial_number INTEGER"))
+
+
 # MIGRATIONS[i] upgrades version i + 1 to version i + 2. Version 1 is the first schema.
-MIGRATIONS: list[Migration] = [add_job_gpu, add_metric_layer]
+MIGRATIONS: list[Migration] = [add_job_gpu, add_metric_layer, add_sweeps]
 
 
 def current_version(steps: Sequence[Migration] = MIGRATIONS) -> int:

@@ -41,6 +41,16 @@ def wants_gpu(config: dict[str, Any] | None) -> bool:
     return (config or {}).get("device", "auto") == "auto"
 
 
+def insert_job(session: Session, artifacts_dir: Path, fields: dict[str, Any]) -> int:
+    """Add a queued job row and name its folders after its id (inside ``session``)."""
+    row = Job(**fields)
+    session.add(row)
+    session.flush()
+    folder = artifacts_dir / f"job-{row.id}"
+    row.artifact_dir, row.log_path = str(folder), str(folder / "job.log")
+    return int(row.id)
+
+
 def claim_next(
     db: Database,
     owner: str,

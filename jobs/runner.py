@@ -173,3 +173,18 @@ class LocalProcessRunner:
             return
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(handle.pid, signum)  # its session's group: the worker's own pid
+
+
+def gpu_count() -> int:
+    """How many CUDA devices this machine has (0 without torch or CUDA)."""
+    try:
+        import torch
+
+        return torch.cuda.device_count()
+    except Exception:  # noqa: BLE001 - a broken CUDA install means: no GPUs
+        return 0
+
+
+def default_concurrency(gpus: int) -> int:
+    """One job at a time on a CPU machine (it uses every core), one per GPU otherwise."""
+    return max(1, gpus)

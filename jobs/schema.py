@@ -32,15 +32,16 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 from backend.training.callbacks import SUMMARY_METRICS
 
-QUEUED, RUNNING, SUCCEEDED, FAILED, CANCELLED = (
+QUEUED, RUNNING, SUCCEEDED, FAILED, CANCELLED, PRUNED = (
     "queued",
     "running",
     "succeeded",
     "failed",
     "cancelled",
+    "pruned",  # a sweep trial its pruner stopped as hopeless: not a failure
 )
-STATUSES = (QUEUED, RUNNING, SUCCEEDED, FAILED, CANCELLED)
-FINISHED = (SUCCEEDED, FAILED, CANCELLED)
+STATUSES = (QUEUED, RUNNING, SUCCEEDED, FAILED, CANCELLED, PRUNED)
+FINISHED = (SUCCEEDED, FAILED, CANCELLED, PRUNED)
 # The job columns that hold a finished run's summary figures (same names as the summary).
 METRIC_COLUMNS = SUMMARY_METRICS
 
@@ -98,6 +99,27 @@ class Dataset(Base):
     invalid_rows: Mapped[int] = mapped_column(default=0)
     label_counts: Mapped[dict[str, Any]]
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class Sweep(Base):
+    """A group of runs that answer one question: a grid over one or two settings, an Optuna
+    search of N trials, or one run per method ("compare methods"). Its trials are jobs."""
+
+    __tablename__ = "sweeps"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(300))
+    kind: Mapped[str] = mapped_column(String(16))  # grid, search, methods
+    method: Mapped[str | None] = mapped_column(String(32))  # None: a sweep over methods
+    # what it tries: grid axes, the search space and trial count, the pruner, the objective
+    spec: Mapped[dict[str, Any]]
+    base_config: Mapped[dict[str, Any]]  # TrainConfig.to_dict() every trial starts from
+    dataset_id: Mapped[int | None] = mapped_column(ForeignKey("datasets.id", ondelete="SET NULL"))
+    eval_dataset_id: Mapped[int | None] = mapped_column(ForeignKey("datasets.id", ondelete="SET NULL"))
+    status: Mapped[str] = mapped_column(String(16), default=RUNNING)  # running, finished, cancelled
+    study_name: Mapped[str | None] = mapped_column(String(200))  # the Optuna study (search only)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    finished_at: Mapped[datetime | None]
 
 
 class Job(Base):
@@ -158,6 +180,11 @@ class Job(Base):
     # lineage: a resumed job points at the job it continues and the checkpoint it starts from
     resumed_from_id: Mapped[int | None] = mapped_column(ForeignKey("jobs.id", ondelete="SET NULL"))
     resume_checkpoint: Mapped[str | None] = mapped_column(Text)
+
+    # a sweep's trial: which sweep, which point (the swept settings) and its Optuna number
+    sweep_id: Mapped[int | None] = mapped_column(ForeignKey("sweeps.id", ondelete="SET NULL"))
+    trial_params: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    trial_number: Mapped[int | None]
 
 
 class Metric(Base):

@@ -36,7 +36,7 @@ from backend.settings import Settings
 from jobs import queue
 from jobs.db import Database, is_transient, retry
 from jobs.reconcile import Reconciler
-from jobs.runner import Handle, LocalProcessRunner, Runner, describe_exit
+from jobs.runner import Handle, LocalProcessRunner, Runner, default_concurrency, describe_exit, gpu_count
 from jobs.schema import FAILED, Job, SupervisorRow, utcnow
 from jobs.stopped_worker import end_stopped_worker
 from jobs.supervisor_registry import (
@@ -57,21 +57,6 @@ KILL_GRACE_SECONDS = 10.0  # ... and SIGKILL if it is still there this much late
 HUNG_SECONDS = 30.0  # six missed worker heartbeats (jobs.heartbeat.HEARTBEAT_SECONDS is 5 s)
 
 
-def gpu_count() -> int:
-    """How many CUDA devices this machine has (0 without torch or CUDA)."""
-    try:
-        import torch
-
-        return torch.cuda.device_count()
-    except Exception:  # noqa: BLE001 - a broken CUDA install means: no GPUs
-        return 0
-
-
-def default_concurrency(gpus: int) -> int:
-    """One job at a time on a CPU machine (it uses every core), one per GPU otherwise."""
-    return max(1, gpus)
-
-
 class Supervisor(Reconciler):
     """Runs the queue: at most ``max_concurrent`` jobs at once, each in its own process."""
 
@@ -82,6 +67,7 @@ class Supervisor(Reconciler):
         *,
         runner: Runner | None = None,
         only_jobs: set[int] | None = None,
+        only_sweeps: set[int] | None = None,
         poll_seconds: float = POLL_SECONDS,
         hung_seconds: float = HUNG_SECONDS,
         cancel_grace: float = CANCEL_GRACE_SECONDS,
@@ -93,6 +79,7 @@ class Supervisor(Reconciler):
         self.max_concurrent = max_concurrent or default_concurrency(self.gpus)
         self.runner: Runner = runner or LocalProcessRunner(settings)
         self.only_jobs = only_jobs  # None: the whole queue (``submit --wait`` narrows it)
+        self.only_sweeps = only_sweeps  # with only_jobs: these sweeps' new trials run too
         self.poll_seconds = poll_seconds
         self.hung_seconds, self.cancel_grace, self.kill_grace = hung_seconds, cancel_grace, kill_grace
         self.host = socket.gethostname()
@@ -153,6 +140,7 @@ class Supervisor(Reconciler):
         due = time.monotonic() - self._last_housekeeping >= HOUSEKEEPING_SECONDS
         if due and self._guarded("housekeeping", self._housekeeping):
             self._last_housekeeping = time.monotonic()
+        self._guarded("advancing sweeps", self._advance_sweeps)
         self._guarded("starting queued jobs", self._fill_slots)
 
     def _guarded(self, what: str, step: Callable[[], object]) -> bool:
@@ -215,6 +203,17 @@ class Supervisor(Reconciler):
             if job_id is None:
                 return
             self._launch(job_id)
+
+    def _advance_sweeps(self) -> None:
+        """Searches ask for their next trials as slots free up (``jobs.sweeps.advance``)."""
+        from jobs import sweeps
+
+        if self.only_jobs is not None and not self.only_sweeps:
+            return
+        room = self.max_concurrent - len(self.handles)
+        queued = sweeps.advance(self.db, self.settings.artifacts_dir, room, self.only_sweeps)
+        if self.only_jobs is not None:
+            self.only_jobs.update(queued)
 
     def _launch(self, job_id: int) -> None:
         job = retry(lambda: self._read_job(job_id), what=f"job {job_id}: reading it to start")

@@ -23,14 +23,14 @@ from pathlib import Path
 from typing import Any
 
 from backend.settings import Settings, apply_environment
-from backend.training.callbacks import TrainingCancelled
+from backend.training.callbacks import TrainingCancelled, TrialPruned
 from jobs import queue
 from jobs.db import Database, retry
 from jobs.heartbeat import Heartbeat, StopSignal, signal_self
 from jobs.outcome import RECORD_ATTEMPTS, exit_code, explain_failure, record_success
 from jobs.reporting import JobLog, JobReporter
 from jobs.runner import process_start_time
-from jobs.schema import CANCELLED, FAILED, RUNNING, Job, utcnow
+from jobs.schema import CANCELLED, FAILED, PRUNED, RUNNING, Job, Sweep, utcnow
 
 
 def train(job: Job, settings: Settings, reporter: JobReporter) -> dict[str, Any]:
@@ -61,14 +61,32 @@ def train(job: Job, settings: Settings, reporter: JobReporter) -> dict[str, Any]
     )
 
 
+def trial_reporter(db: Database, job: Job, log: JobLog) -> JobReporter | None:
+    """A search trial's reporter (its evaluations go to the study's pruner), else None."""
+    if job.sweep_id is None or job.trial_number is None:
+        return None
+    from jobs.sweeps import TrialReporter
+
+    with db.read() as session:
+        sweep = session.get(Sweep, job.sweep_id)
+    if sweep is None or sweep.kind != "search":
+        return None
+    return TrialReporter(db, job, sweep, log)
+
+
 def run_job(db: Database, job: Job, settings: Settings, log: JobLog, stop: StopSignal | None = None) -> int:
     """Train and record the outcome; the worker's exit code (0: recorded, see ``main``)."""
-    reporter = JobReporter(db, job.id, log)
+    reporter = trial_reporter(db, job, log) or JobReporter(db, job.id, log)
     heartbeat = Heartbeat(db, job.id, reporter.cancel, signal_self if stop is not None else None)
     heartbeat.start()
     try:
         with stop.armed_while() if stop is not None else contextlib.nullcontext():
             summary = train(job, settings, reporter)
+    except TrialPruned as exc:
+        heartbeat.stop()
+        reporter.flush()
+        log.write(str(exc))
+        return exit_code(queue.finish(db, job.id, PRUNED, attempts=RECORD_ATTEMPTS, error=str(exc)))
     except (TrainingCancelled, KeyboardInterrupt) as exc:
         heartbeat.stop()
         reporter.flush()

@@ -25,6 +25,7 @@ from jobs.supervisor_registry import owner_alive, supervisors, wake_local_superv
 from service.api_artifacts import ArtifactsApi
 from service.api_catalogue import CatalogueApi
 from service.api_datasets import DatasetsApi
+from service.api_sweeps import SweepsApi
 from service.records import (
     JobDetail,
     JobRow,
@@ -55,7 +56,7 @@ def feature_cache_keys(summary: dict[str, Any] | None) -> set[str]:
     return {k for k in keys if isinstance(k, str) and CACHE_KEY.fullmatch(k)}
 
 
-class Workbench(DatasetsApi, CatalogueApi, ArtifactsApi):
+class Workbench(DatasetsApi, CatalogueApi, ArtifactsApi, SweepsApi):
     """Everything the app can do, for one data folder and database.
 
     Datasets (``api_datasets``), the catalogue (``api_catalogue``) and trained models
@@ -66,6 +67,24 @@ class Workbench(DatasetsApi, CatalogueApi, ArtifactsApi):
 
     def submit(self, config: TrainConfig | dict[str, Any], *, name: str | None = None) -> int:
         """Validate, store the data files and queue a job; returns its id."""
+        cfg, train_ds, eval_ds = self._prepare(config)
+        job_name = name or views.default_job_name(cfg.method, cfg.method_config, train_ds["name"])
+        return self._queue(
+            Job(
+                name=job_name,
+                status=QUEUED,
+                method=cfg.method,
+                model=cfg.model,
+                quant=cfg.quant,
+                config=cfg.to_dict(),
+                dataset_id=train_ds["id"],
+                eval_dataset_id=eval_ds["id"] if eval_ds else None,
+            )
+        )
+
+    def _prepare(self, config: TrainConfig | dict[str, Any]) -> tuple[TrainConfig, Any, Any]:
+        """Validate a run's settings and store its data files: (the config pointing at the
+        stored copies with the columns it found, the training dataset row, the eval one)."""
         cfg = TrainConfig.from_dict(dict(config)) if isinstance(config, dict) else dataclasses.replace(config)
         validate(cfg)
         with self._lock:
@@ -90,31 +109,15 @@ class Workbench(DatasetsApi, CatalogueApi, ArtifactsApi):
             text_pair_column=mapping.text_pair,
             label_column=mapping.label,
         )
-        job_name = name or views.default_job_name(cfg.method, cfg.method_config, train_ds["name"])
-        return self._queue(
-            Job(
-                name=job_name,
-                status=QUEUED,
-                method=cfg.method,
-                model=cfg.model,
-                quant=cfg.quant,
-                config=cfg.to_dict(),
-                dataset_id=train_ds["id"],
-                eval_dataset_id=eval_ds["id"] if eval_ds else None,
-            )
-        )
+        return cfg, train_ds, eval_ds
 
     def _queue(self, job: Job) -> int:
         columns = (c.key for c in Job.__table__.columns)
         fields = {key: value for key in columns if (value := getattr(job, key)) is not None}
 
         def insert(session: Any) -> int:
-            row = Job(**fields)  # a fresh object each attempt: a rolled-back one is spent
-            session.add(row)
-            session.flush()  # assigns the id the folders are named after
-            folder = self.settings.artifacts_dir / f"job-{row.id}"
-            row.artifact_dir, row.log_path = str(folder), str(folder / "job.log")
-            return int(row.id)
+            # a fresh row each attempt: a rolled-back one is spent
+            return queue.insert_job(session, self.settings.artifacts_dir, fields)
 
         job_id = self.db.write_for_request(insert, what="queueing the job")
         wake_local_supervisors()  # the app's own supervisor starts it now, not at its next poll

@@ -23,6 +23,7 @@ from backend.settings import Settings
 from backend.training.callbacks import Callback, EpochInfo, StepInfo
 from service.cli_args import add_train_arguments, train_config_from_args
 from service.cli_jobs import JOB_COMMANDS, add_job_commands, export_job
+from service.cli_sweep import add_sweep_command, cmd_sweep
 
 
 class StderrProgress(Callback):
@@ -154,6 +155,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="also pack up to 64 evaluation texts with their predictions (left out by default)",
     )
     add_job_commands(sub, common)
+    add_sweep_command(sub, common)
     return parser
 
 
@@ -162,6 +164,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, Settings], int]] = {
     "predict": cmd_predict,
     "export": cmd_export,
     **JOB_COMMANDS,
+    "sweep": cmd_sweep,
 }
 
 

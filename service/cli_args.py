@@ -98,9 +98,11 @@ def _word_meaning(shortcut: ShortcutFlag, word: str) -> list[str]:
     return meaning
 
 
-def add_method_arguments(p: argparse.ArgumentParser) -> None:
+def add_method_arguments(p: argparse.ArgumentParser, *, method_required: bool = True) -> None:
     """``--method``, every method's shortcut flags and ``--set``."""
-    p.add_argument("--method", required=True, choices=registry.keys(), help="the adaptation method")
+    p.add_argument(
+        "--method", required=method_required, choices=registry.keys(), help="the adaptation method"
+    )
     for shortcut in shortcut_flags():
         words = sorted({w for by_word in shortcut.words.values() for w in by_word})
         extra = "".join(f"; '{w}' for {' + '.join(_word_meaning(shortcut, w))}" for w in words)
@@ -117,12 +119,12 @@ def add_method_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
-def add_train_arguments(p: argparse.ArgumentParser) -> None:
-    """The training flags (shared by ``train`` and ``submit``): required ones first."""
+def add_train_arguments(p: argparse.ArgumentParser, *, method_required: bool = True) -> None:
+    """The training flags (shared by ``train``, ``submit`` and ``sweep``): required ones first."""
     settings = fields_info(TrainConfig)
     for info in (s for s in settings if s["required"]):
         add_setting_argument(p, info)
-    add_method_arguments(p)
+    add_method_arguments(p, method_required=method_required)
     for info in (s for s in settings if not s["required"]):
         add_setting_argument(p, info)
 
@@ -149,13 +151,18 @@ def _shortcut_values(shortcut: ShortcutFlag, spec: MethodSpec, raw: Any) -> dict
         raise ConfigError(f"{shortcut.flag} must be {kind}{allowed}, not '{raw}'") from None
 
 
-def method_config_from_args(args: argparse.Namespace) -> dict[str, Any]:
-    """Collect method settings from the shortcut flags and ``--set``; reject misapplied flags."""
-    spec = registry.get(args.method)
+def method_config_from_args(args: argparse.Namespace, method: str | None = None) -> dict[str, Any]:
+    """Collect method settings from the shortcut flags and ``--set``; reject misapplied flags.
+
+    With ``method`` (a sweep over several methods) each method takes the flags and ``--set``
+    keys that apply to it and leaves the others to the methods they belong to.
+    """
+    spec = registry.get(method or args.method)
+    own = {f["name"] for f in fields_info(spec.config_cls)}
     values: dict[str, Any] = {}
     for shortcut in shortcut_flags():
         raw = getattr(args, shortcut.name)
-        if raw is None:
+        if raw is None or (method is not None and spec.key not in shortcut.methods):
             continue
         if spec.key not in shortcut.methods:
             raise ConfigError(
@@ -166,7 +173,8 @@ def method_config_from_args(args: argparse.Namespace) -> dict[str, Any]:
         if "=" not in item:
             raise ConfigError(f"--set expects KEY=VALUE, got '{item}'")
         key, _, raw = item.partition("=")
-        values[key.strip()] = _parse_value(raw.strip())
+        if method is None or key.strip() in own:
+            values[key.strip()] = _parse_value(raw.strip())
     return values
 
 

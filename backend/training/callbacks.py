@@ -22,6 +22,10 @@ class TrainingCancelled(Exception):
     """Raised inside the training loop when the callback asks to stop."""
 
 
+class TrialPruned(Exception):
+    """Raised by a sweep trial's callback when the study's pruner stops it after an epoch."""
+
+
 @dataclass
 class StepInfo:
     """One optimizer step."""

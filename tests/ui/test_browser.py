@@ -253,6 +253,8 @@ def _download(page: Any, job_id: int, tmp_path: Path, artifacts: Path) -> Path:
     from playwright.sync_api import expect
 
     page.get_by_role("tab", name="Export").click()
+    # The most recent finished run is preselected: the download is ready before any choice.
+    expect(page.get_by_role("button", name="Download adapter")).to_be_enabled(timeout=JOB_TIMEOUT_MS)
     page.get_by_label("Run to export").click()
     page.get_by_role("option", name=re.compile(rf"^#{job_id} ")).click()
     button = page.get_by_role("button", name="Download adapter")

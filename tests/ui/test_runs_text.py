@@ -1,8 +1,8 @@
-"""The Runs tab's throughput line: built from the run's figures, live or final."""
+"""The Runs tab's parts: the throughput line (live or final) and which charts show."""
 
 from __future__ import annotations
 
-from ui.tabs.runs import throughput_text
+from ui.tabs.runs import loss_plot, throughput_text
 
 
 def test_finished_run_shows_tokens_padding_and_mfu() -> None:
@@ -18,3 +18,10 @@ def test_running_job_shows_the_last_steps_rate_and_a_probe_shows_nothing() -> No
         "Throughput: 1,500 tokens/s (last step)"
     )
     assert throughput_text({}, {"tokens_per_second": []}) == ""
+
+
+def test_the_loss_chart_shows_only_where_a_loss_exists() -> None:
+    sweep = {"layer_accuracy": [[0, 0.6], [1, 0.7]], "train_loss": []}
+    assert loss_plot(sweep)["visible"] == "hidden"
+    assert loss_plot({**sweep, "train_loss": [[1, 0.69]]})["visible"] is True
+    assert loss_plot({"train_loss": []})["visible"] is True  # a run that has not stepped yet

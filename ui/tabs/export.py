@@ -101,9 +101,11 @@ def build_export_tab(endpoints: Endpoints, tab: gr.Tab) -> None:
         merged_contents = gr.Markdown(padding=True)
 
     def reload(current: int | None) -> Any:
+        """The finished runs; keeps the chosen one, else picks the most recent (the run a person
+        who just trained came to export), so "Download adapter" is ready at once."""
         choices = finished_choices(endpoints)
         ids = [c[1] for c in choices]
-        return gr.update(choices=choices, value=current if current in ids else None)
+        return gr.update(choices=choices, value=current if current in ids else (ids[0] if ids else None))
 
     private: dict[str, Any] = {"api_visibility": "private"}
     for trigger in (tab.select, refresh.click):

@@ -106,7 +106,7 @@ PICK_A_JOB = "Click a job in the table to see its curves, log and actions."
 
 def nothing_selected(text: str) -> tuple[Any, ...]:
     """Detail outputs when no job is shown: a hint, empty curves and log, no actions."""
-    return (text, "", None, *evaluation(None, sweep=False), *search_chart(None), "", *actions(None), None)
+    return (text, "", gr.update(value=None, visible=True), *evaluation(None, sweep=False), *search_chart(None), "", *actions(None), None)
 
 
 def search_chart(job: dict[str, Any] | None) -> tuple[Any, Any]:
@@ -115,6 +115,13 @@ def search_chart(job: dict[str, Any] | None) -> tuple[Any, Any]:
     if not search:
         return gr.update(visible=shown(False)), ""
     return gr.update(value=charts.lr_search(search), visible=True), search_text(job or {})
+
+
+def loss_plot(series: dict[str, Any]) -> Any:
+    """The training-loss chart, hidden for a probe layer sweep that has no loss by step
+    (show only what exists; an ordinary run shows it from the start, filling as it trains)."""
+    empty_sweep = charts.is_sweep(series) and not series.get("train_loss")
+    return gr.update(value=charts.loss_curve(series), visible=shown(not empty_sweep))
 
 
 def evaluation(frame: Any, *, sweep: bool) -> tuple[Any, Any]:
@@ -167,7 +174,7 @@ class _Handlers:
             curves: tuple[Any, ...] = (gr.skip(),) * 6
         else:
             curves = (
-                charts.loss_curve(job["series"]),
+                loss_plot(job["series"]),
                 *evaluation(charts.epoch_curves(job["series"]), sweep=charts.is_sweep(job["series"])),
                 *search_chart(job),
                 "\n".join(job["log"]),
