@@ -1,0 +1,144 @@
+"""How long a run will take and how much memory it will need, before it is launched.
+
+Time comes from tokens, not rows: an epoch costs the *padded* tokens of its batches (what
+the model really processes) divided by this machine's throughput for the model and method.
+
+* The padded tokens are simulated from the dataset's own token lengths (a sample), cut at
+  the run's max length, batched the way the run will batch them (length-grouped with the
+  very sampler training uses, or random).
+* The throughput (padded tokens per second, training) is calibrated from finished runs of
+  the same model, method, device and precision (their summaries record it); without such
+  a run, from a short measurement of a few training steps (``measure_throughput`` in the
+  service) or, failing that, from the nearest method on this machine.
+
+Memory comes from the model's size and what training keeps per parameter (weights, the
+trainable ones' gradients and two AdamW moments) plus activations, which grow with batch
+size x padded length x width x depth. The activation coefficient is calibrated from the
+peak memory of finished runs as well.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+
+BYTES = {"none": 4.0, "8bit": 1.0, "4bit": 0.5}  # per frozen base weight
+EVAL_SPEEDUP = 3.0  # a forward pass without gradients vs a training step, per token
+PROCESS_BASE_MB = 650.0  # python + torch + transformers + tokenizer, measured on this code base
+ACTIVATION_BYTES = 34.0  # per (row x token x hidden x layer) kept for the backward: a fit, see calibrate
+
+
+def padded_tokens(
+    lengths: Sequence[int], rows: int, batch_size: int, max_length: int, grouped: bool, seed: int = 0
+) -> float:
+    """Padded tokens of one training epoch over ``rows`` rows whose lengths look like
+    ``lengths`` (a sample), batched as the run will batch them."""
+    if not lengths or rows <= 0:
+        return 0.0
+    cut = [min(int(n), max_length) for n in lengths]
+    order = list(range(len(cut)))
+    gen = torch.Generator().manual_seed(seed)
+    if grouped:
+        from transformers.trainer_pt_utils import LengthGroupedSampler
+
+        order = list(LengthGroupedSampler(batch_size, lengths=cut, generator=gen))
+    else:
+        order = torch.randperm(len(cut), generator=gen).tolist()
+    total = 0
+    for start in range(0, len(order), batch_size):
+        batch = [cut[i] for i in order[start : start + batch_size]]
+        total += max(batch) * len(batch)
+    return total * rows / len(cut)
+
+
+def eval_padded_tokens(lengths: Sequence[int], rows: int, max_length: int, batch_size: int = 64) -> float:
+    """Padded tokens of one evaluation pass (sorted by length, as evaluation runs)."""
+    if not lengths or rows <= 0:
+        return 0.0
+    cut = sorted(min(int(n), max_length) for n in lengths)
+    total = sum(
+        max(cut[s : s + batch_size]) * len(cut[s : s + batch_size]) for s in range(0, len(cut), batch_size)
+    )
+    return total * rows / len(cut)
+
+
+def calibrated_throughput(history: Sequence[float]) -> float | None:
+    """Padded training tokens per second from finished runs' figures (the median: one run
+    slowed by a neighbour does not move it)."""
+    usable = [t for t in history if t and t > 0 and math.isfinite(t)]
+    return statistics.median(usable) if usable else None
+
+
+@dataclass(frozen=True)
+class ModelShape:
+    """The few facts of a model and method the memory estimate needs."""
+
+    total_params: int
+    trainable_params: int
+    hidden_size: int
+    num_layers: int
+    quant: str = "none"
+
+
+def memory_mb(
+    shape: ModelShape, batch_size: int, longest: int, activation_bytes: float = ACTIVATION_BYTES
+) -> float:
+    """Peak memory of training: the process, the weights, what the optimizer keeps for the
+    trainable ones (fp32 gradient + two AdamW moments) and one batch's activations at the
+    longest padded length (the sampler puts the longest batch first, so the peak comes early)."""
+    frozen = shape.total_params - shape.trainable_params
+    weights = frozen * BYTES.get(shape.quant, 4.0) + shape.trainable_params * 4.0
+    optimizer = shape.trainable_params * 12.0
+    activations = activation_bytes * batch_size * longest * shape.hidden_size * shape.num_layers
+    return PROCESS_BASE_MB + (weights + optimizer + activations) / 2**20
+
+
+def fit_activation_bytes(samples: Sequence[tuple[ModelShape, int, int, float]]) -> float | None:
+    """The activation coefficient that makes :func:`memory_mb` meet finished runs' measured
+    peaks: (shape, batch size, longest length, peak MB) each; the median of their solutions."""
+    solved = []
+    for shape, batch, longest, peak in samples:
+        units = batch * longest * shape.hidden_size * shape.num_layers
+        rest = memory_mb(shape, batch, longest, activation_bytes=0.0)
+        if units > 0 and peak > rest:
+            solved.append((peak - rest) * 2**20 / units)
+    return statistics.median(solved) if solved else None
+
+
+@dataclass(frozen=True)
+class Forecast:
+    seconds_per_epoch: float
+    eval_seconds: float
+    search_seconds: float
+    total_seconds: float
+    peak_mb: float
+    throughput: float  # padded training tokens per second assumed
+    source: str  # where the throughput came from, in words
+
+
+def forecast_run(
+    *,
+    train_tokens: float,
+    eval_tokens: float,
+    epochs: int,
+    throughput: float,
+    source: str,
+    search_share: float,
+    peak_mb: float,
+) -> Forecast:
+    """Put the pieces together: epochs x (training + evaluation) plus the learning-rate
+    search, which is budgeted as a share of the planned training time."""
+    per_epoch = train_tokens / throughput
+    evals = eval_tokens / (throughput * EVAL_SPEEDUP)
+    search = search_share * per_epoch * epochs
+    total = epochs * (per_epoch + evals) + search
+    return Forecast(per_epoch, evals, search, total, peak_mb, throughput, source)
+
+
+def fits(peak_mb: float, available_mb: float, margin: float = 0.9) -> bool:
+    """Whether a forecast peak leaves room (10% margin: the forecast aims at ±15%)."""
+    return peak_mb <= margin * available_mb

@@ -1,0 +1,66 @@
+"""The forecast's arithmetic: padded tokens as the run batches them, calibration from
+finished runs, memory terms, and the whole forecast adding up."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from backend.forecast import (
+    ModelShape,
+    calibrated_throughput,
+    eval_padded_tokens,
+    fit_activation_bytes,
+    fits,
+    forecast_run,
+    memory_mb,
+    padded_tokens,
+)
+
+
+def test_padded_tokens_follow_the_batching() -> None:
+    rng = random.Random(0)
+    lengths = [rng.randint(5, 120) for _ in range(640)]
+    grouped = padded_tokens(lengths, 640, 32, 128, grouped=True)
+    plain = padded_tokens(lengths, 640, 32, 128, grouped=False)
+    assert sum(lengths) <= grouped < 0.7 * plain  # grouping pads far less, never below the real tokens
+    assert padded_tokens(lengths, 1280, 32, 128, grouped=True) == pytest.approx(
+        2 * grouped
+    )  # scales with rows
+    assert padded_tokens([200] * 64, 64, 32, 128, grouped=True) == 64 * 128  # cut at max length
+    assert padded_tokens([], 100, 32, 128, grouped=True) == 0
+    assert eval_padded_tokens([3, 3, 9, 9], 4, 128, batch_size=2) == 2 * 3 + 2 * 9  # sorted: no padding here
+
+
+def test_calibration_takes_the_median_of_usable_runs() -> None:
+    assert calibrated_throughput([900.0, 1000.0, 5000.0, 0.0, float("nan")]) == 1000.0
+    assert calibrated_throughput([]) is None
+
+
+def test_memory_terms() -> None:
+    lora = ModelShape(total_params=22_700_000, trainable_params=75_000, hidden_size=384, num_layers=6)
+    full = ModelShape(total_params=22_700_000, trainable_params=22_700_000, hidden_size=384, num_layers=6)
+    assert memory_mb(full, 32, 64) - memory_mb(lora, 32, 64) == pytest.approx((22_625_000 * 12) / 2**20)
+    assert memory_mb(lora, 64, 64) > memory_mb(lora, 32, 64)  # activations grow with the batch
+    four_bit = ModelShape(22_700_000, 75_000, 384, 6, quant="4bit")
+    assert memory_mb(four_bit, 32, 64) < memory_mb(lora, 32, 64)
+    # The coefficient fitted from a run's measured peak reproduces that peak.
+    peak = memory_mb(lora, 32, 64, activation_bytes=50.0)
+    assert fit_activation_bytes([(lora, 32, 64, peak)]) == pytest.approx(50.0)
+    assert fit_activation_bytes([(lora, 32, 64, 10.0)]) is None  # below the fixed terms: unusable
+
+
+def test_a_forecast_adds_up() -> None:
+    f = forecast_run(
+        train_tokens=60_000,
+        eval_tokens=30_000,
+        epochs=3,
+        throughput=1_000,
+        source="test",
+        search_share=0.1,
+        peak_mb=900,
+    )
+    assert f.seconds_per_epoch == 60 and f.eval_seconds == 10 and f.search_seconds == pytest.approx(18)
+    assert f.total_seconds == pytest.approx(3 * 70 + 18)
+    assert fits(900, 1000) and not fits(950, 1000)
