@@ -20,6 +20,7 @@ from ui.tabs.data import build_data_tab
 from ui.tabs.export import build_export_tab
 from ui.tabs.probing import build_probing_tab
 from ui.tabs.runs import build_runs_tab
+from ui.tabs.sweeps import build_sweeps_tab
 from ui.tabs.train import build_train_tab
 
 TITLE = "Adaptation workbench"
@@ -63,13 +64,15 @@ def build(api: Workbench) -> gr.Blocks:
         # UI event named after a same-named handler would get them.
         api_endpoints.register(endpoints)
         gr.Markdown(f"# {TITLE}\n{INTRO}")
-        with gr.Tabs():
+        with gr.Tabs() as tabs:
             with gr.Tab("Data"):
                 data = build_data_tab(endpoints, demo)
             with gr.Tab("Train"):
                 train = build_train_tab(endpoints, demo, data.selected, data.eval_selected)
-            with gr.Tab("Runs"):
+            with gr.Tab("Runs", id="runs"):
                 runs = build_runs_tab(endpoints, demo)
+            with gr.Tab("Sweeps") as sweeps_tab:
+                sweeps = build_sweeps_tab(endpoints, sweeps_tab)
             with gr.Tab("Probing by layer") as probing_tab:
                 build_probing_tab(endpoints, probing_tab)
             with gr.Tab("Compare") as compare_tab:
@@ -77,6 +80,7 @@ def build(api: Workbench) -> gr.Blocks:
             with gr.Tab("Export") as export_tab:
                 build_export_tab(endpoints, export_tab)
         _wire_across_tabs(train.launched, runs.selected)
+        _open_runs_from(sweeps.opened, runs.selected, tabs)
     return demo
 
 
@@ -87,3 +91,15 @@ def _wire_across_tabs(launched: gr.State, selected_job: gr.State) -> None:
         return job_id if job_id is not None else gr.skip()
 
     launched.change(follow, [launched], [selected_job], api_visibility="private")
+
+
+def _open_runs_from(opened: gr.State, selected_job: gr.State, tabs: gr.Tabs) -> None:
+    """A run clicked on the Sweeps tab opens on the Runs tab."""
+
+    def open_run(job_id: Any) -> tuple[Any, Any, Any]:
+        if job_id is None:
+            return gr.skip(), gr.skip(), gr.skip()
+        # Cleared again, so that clicking the same point later opens it again.
+        return job_id, gr.Tabs(selected="runs"), None
+
+    opened.change(open_run, [opened], [selected_job, tabs, opened], api_visibility="private")

@@ -39,6 +39,7 @@ from service.records import (
 )
 from ui.callers import as_id, caller_is_local, str_keys
 from ui.exposure import redact
+from ui.sweep_endpoints import SweepEndpoints
 from ui.uploads import discard_upload, public_dataset, uploaded_file
 
 T = TypeVar("T")
@@ -46,7 +47,7 @@ T = TypeVar("T")
 QUANT_ALIASES = {"none": "none", "8bit": "8bit", "8-bit": "8bit", "4bit": "4bit", "4-bit": "4bit"}
 
 
-class Endpoints:
+class Endpoints(SweepEndpoints):
     """What the UI and scripts can ask for, in plain JSON types."""
 
     def __init__(self, api: Workbench) -> None:
@@ -262,6 +263,10 @@ PUBLIC = (
     "cancel",
     "compare",
     "export",
+    "launch_sweep",
+    "sweeps",
+    "sweep",
+    "cancel_sweep",
 )
 
 
@@ -269,7 +274,7 @@ PUBLIC = (
 # share two slots: run 50 at once and their CPU work starves the server's event loop, so
 # callers time out before their request is even queued (bench/faults.py: 13 of 50 parallel
 # /launch calls got ReadTimeout though their jobs were recorded). Queued, each gets its answer.
-HEAVY = ("upload_dataset", "launch", "export", "compare")
+HEAVY = ("upload_dataset", "launch", "launch_sweep", "export", "compare")
 HEAVY_SLOTS = 2
 
 

@@ -106,7 +106,16 @@ PICK_A_JOB = "Click a job in the table to see its curves, log and actions."
 
 def nothing_selected(text: str) -> tuple[Any, ...]:
     """Detail outputs when no job is shown: a hint, empty curves and log, no actions."""
-    return (text, "", gr.update(value=None, visible=True), *evaluation(None, sweep=False), *search_chart(None), "", *actions(None), None)
+    return (
+        text,
+        "",
+        gr.update(value=None, visible=True),
+        *evaluation(None, sweep=False),
+        *search_chart(None),
+        "",
+        *actions(None),
+        None,
+    )
 
 
 def search_chart(job: dict[str, Any] | None) -> tuple[Any, Any]:

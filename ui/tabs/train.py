@@ -14,8 +14,16 @@ import gradio as gr
 from backend.errors import ConfigError
 from ui.endpoints import Endpoints
 from ui.feedback import done, problem
-from ui.forms import MethodForms, build_method_forms, control_for, wire_changes
+from ui.forms import MethodForms, build_method_forms, wire_changes
 from ui.tabs.data import dataset_choices
+from ui.tabs.train_common import (
+    COMMON_SETTINGS,
+    common_settings,
+    epochs_value,
+    lr_value,
+    run_settings,
+)
+from ui.tabs.train_sweep import SweepHandlers, build_sweep_forms, wire_sweeps
 
 HOLD_OUT = ("Hold out 10% of the training data", 0)
 
@@ -25,48 +33,6 @@ class TrainTab:
     """What other tabs need: the id of the job this browser queued last."""
 
     launched: gr.State
-
-
-@dataclass
-class Common:
-    """The settings every method shares (components, in handler argument order)."""
-
-    model: gr.Dropdown
-    epochs_auto: gr.Checkbox
-    epochs: gr.Slider
-    lr_auto: gr.Checkbox
-    lr: gr.Number
-    batch_size: gr.Slider
-    max_length: gr.Slider
-    quant: gr.Radio
-    precision: gr.Radio
-    group_by_length: gr.Checkbox
-
-    def components(self) -> list[Any]:
-        return [
-            self.model,
-            self.epochs_auto,
-            self.epochs,
-            self.lr_auto,
-            self.lr,
-            self.batch_size,
-            self.max_length,
-            self.quant,
-            self.precision,
-            self.group_by_length,
-        ]
-
-
-COMMON_SETTINGS = 10  # len(Common.components()): handlers get these values before the method's
-
-
-def epochs_value(auto: bool, epochs: float | None) -> int | str:
-    """ "auto" while the box is ticked, else the slider's whole number (a typed value wins)."""
-    return "auto" if auto or not epochs else int(epochs)
-
-
-def lr_value(auto: bool, lr: float | None) -> float | str:
-    return "auto" if auto or not lr else float(lr)
 
 
 class _Handlers:
@@ -128,25 +94,6 @@ class _Handlers:
             return problem(exc, "planning the run", toast=False)
         return plan["text"]
 
-    def launch_many(
-        self, dataset_id: int | None, eval_id: int | None, labels: list[str], *values: Any
-    ) -> tuple[str, Any]:
-        """Queue one job per ticked method: same data and common settings, each method's own
-        settings and an automatic learning rate (one lr does not fit methods 1000x apart)."""
-        queued: list[str] = []
-        try:
-            if not labels:
-                raise ConfigError("tick at least one method to compare")
-            for label in labels:
-                job = self._queue(
-                    dataset_id, eval_id, self.endpoints.method(label)["key"], values, auto_lr=True
-                )
-                queued.append(f"#{job['id']} {label}")
-        except Exception as exc:  # noqa: BLE001
-            prefix = f"Queued {', '.join(queued)}; then: " if queued else ""
-            return prefix + problem(exc, "queueing the jobs"), gr.skip()
-        return done(f"Queued {len(queued)} jobs: {', '.join(queued)}."), gr.skip()
-
     def _queue(
         self,
         dataset_id: int | None,
@@ -155,28 +102,12 @@ class _Handlers:
         values: tuple[Any, ...],
         *,
         name: str = "",
-        auto_lr: bool = False,
     ) -> dict[str, Any]:
         if not dataset_id:
             raise ConfigError("choose the training data first (upload a file on the Data tab)")
-        model, epochs_auto, epochs, lr_auto, lr, batch, max_length, quant, precision, grouped = values[
-            :COMMON_SETTINGS
-        ]
         config = self.forms.method_config(key, values[COMMON_SETTINGS:])
         return self.endpoints.launch(
-            dataset_id,
-            key,
-            config,
-            model,
-            epochs_value(epochs_auto, epochs),
-            "auto" if auto_lr else lr_value(lr_auto, lr),
-            int(batch),
-            int(max_length),
-            quant,
-            eval_id or None,
-            name,
-            precision,
-            bool(grouped),
+            dataset_id, key, config, eval_dataset_id=eval_id or None, name=name, **run_settings(values)
         )
 
     def datasets(self, selected: int | None, eval_selected: int | None) -> tuple[Any, Any]:
@@ -186,63 +117,6 @@ class _Handlers:
             gr.update(choices=choices, value=selected),
             gr.update(choices=[HOLD_OUT, *choices], value=eval_selected or 0),
         )
-
-
-def _common_settings(endpoints: Endpoints, method: dict[str, Any]) -> Common:
-    device = endpoints.api.device_info()
-    models = endpoints.api.list_models()
-    setting = {s["name"]: s for s in endpoints.api.list_settings()}
-    with gr.Row():
-        model = gr.Dropdown(
-            label=setting["model"]["label"],
-            choices=models,
-            value=models[0],
-            allow_custom_value=True,
-            info=setting["model"]["help"],
-        )
-        quant = control_for(
-            setting["quant"], info=f"Detected device: {device['name']}. {setting['quant']['help']}"
-        )
-    with gr.Row():
-        with gr.Column(min_width=160):
-            epochs_auto = gr.Checkbox(
-                value=True,
-                label=f"{setting['epochs']['label']}: auto",
-                info="Enough optimizer steps for this data (300 or more), early stopping, best epoch kept.",
-            )
-            epochs = control_for(
-                setting["epochs"], value=method["default_epochs"], info=None, interactive=False
-            )
-        with gr.Column(min_width=160):
-            lr_auto = gr.Checkbox(
-                value=True,
-                label=f"{setting['lr']['label']}: auto",
-                info="A short search on your training data picks it (never on the evaluation set).",
-            )
-            lr = control_for(
-                setting["lr"],
-                value=method["default_lr"],
-                info="Untick auto to type one; set to the method's default when you pick a method.",
-                interactive=False,
-            )
-        batch = control_for(setting["batch_size"], info=None)
-        max_length = control_for(setting["max_length"])
-    with gr.Row():
-        here = f"Here 'auto' means {device['precision']}."
-        precision = control_for(setting["precision"], info=f"{here} {setting['precision']['help']}")
-        grouped = control_for(setting["group_by_length"])
-    return Common(model, epochs_auto, epochs, lr_auto, lr, batch, max_length, quant, precision, grouped)
-
-
-def _compare_methods(methods: list[dict[str, Any]]) -> tuple[gr.CheckboxGroup, gr.Button, gr.Markdown]:
-    with gr.Accordion("Compare methods", open=True):
-        ticked = gr.CheckboxGroup(
-            label="Compare methods",
-            choices=[m["label"] for m in methods],
-            info="Queue one run per ticked method on the same data with the common settings above, "
-            "each with its own settings (as last set above) and an automatic learning rate.",
-        )
-        return ticked, gr.Button("Queue all ticked methods"), gr.Markdown()
 
 
 def build_train_tab(
@@ -259,11 +133,11 @@ def build_train_tab(
     description = gr.Markdown(f"*{first['description']}* (library: {first['library']})")
     forms = build_method_forms(methods, first["key"])
     params = gr.Markdown(elem_id="trainable-params")
-    common = _common_settings(endpoints, first)
+    common = common_settings(endpoints, first)
     plan = gr.Markdown(elem_id="run-plan")
     launch = gr.Button("Launch training", variant="primary")
     launch_message = gr.Markdown(elem_id="launch-message")
-    ticked, launch_all, compare_message = _compare_methods(methods)
+    sweep_form = build_sweep_forms(methods)
 
     h, launched = _Handlers(endpoints, forms), gr.State(None)
     quiet: dict[str, Any] = {"api_visibility": "private", "show_progress": "hidden"}
@@ -288,9 +162,7 @@ def build_train_tab(
     launch.click(
         h.launch, [dataset, eval_dataset, name, method, *settings], [launch_message, launched], **private
     )
-    launch_all.click(
-        h.launch_many, [dataset, eval_dataset, ticked, *settings], [compare_message, launched], **private
-    )
+    wire_sweeps(sweep_form, SweepHandlers(endpoints, forms), [dataset, eval_dataset, name, method], settings)
     for state in (selected, eval_selected):
         state.change(h.datasets, [selected, eval_selected], [dataset, eval_dataset], **private)
     return TrainTab(launched=launched)

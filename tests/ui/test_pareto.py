@@ -1,0 +1,37 @@
+"""The sweep's Pareto chart: one clickable point per finished trial, the best one marked."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from typing import Any
+
+from ui.pareto import pareto_svg
+
+
+def trial(job_id: int, accuracy: float | None, params: int, front: bool, name: str = "run") -> dict[str, Any]:
+    return {
+        "job_id": job_id,
+        "name": name,
+        "accuracy": accuracy,
+        "trainable_params": params,
+        "pareto_by": {"trainable_params": front},
+    }
+
+
+def test_points_are_links_to_runs_and_the_best_is_marked() -> None:
+    trials = [
+        trial(1, 0.80, 20_000, True),
+        trial(2, 0.85, 300_000, True, name="lora <r=32>"),
+        trial(3, 0.79, 80_000, False),
+        trial(4, None, 10_000, False),  # pruned: nothing to plot
+    ]
+    page = pareto_svg(trials, "trainable_params", "accuracy", best_id=2)
+    svg = ET.fromstring(page[: page.index("</svg>") + len("</svg>")])  # well-formed, names escaped
+    points = {c.get("data-key"): c.get("class") for c in svg.iter("{http://www.w3.org/2000/svg}circle")}
+    assert points == {"1": "wb-point wb-front", "2": "wb-point wb-best", "3": "wb-point wb-other"}
+    assert "lora &lt;r=32&gt;" in page and "(log scale)" in page
+    assert "Click a point to open its run" in page
+
+
+def test_nothing_finished_yet() -> None:
+    assert "No finished trial" in pareto_svg([trial(1, None, 5, False)], "trainable_params", "accuracy", None)
