@@ -7,6 +7,7 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
+from backend.artifacts.predictions import PREDICTIONS_FILE
 from backend.errors import ConfigError
 
 
@@ -25,6 +26,8 @@ def _strip_server_paths(name: str, data: dict[str, Any]) -> dict[str, Any]:
 
 ZIP_REWRITTEN = ("workbench.json", "metrics.json", "training_config.json")
 SAMPLES_FILE = "check_predictions.json"  # evaluation texts with their predictions
+# Files that hold evaluation texts: in a zip only when the person asks for samples.
+TEXT_FILES = (SAMPLES_FILE, PREDICTIONS_FILE)
 
 
 def export_zip(artifact_dir: str | Path, out_zip: str | Path, *, include_samples: bool = False) -> Path:
@@ -44,7 +47,7 @@ def export_zip(artifact_dir: str | Path, out_zip: str | Path, *, include_samples
             # checkpoints and the merged model are not the adapter; the job log is the app's own
             if not path.is_file() or rel.parts[0] in ("checkpoint", "merged", "job.log"):
                 continue
-            if rel.as_posix() == SAMPLES_FILE and not include_samples:
+            if rel.as_posix() in TEXT_FILES and not include_samples:
                 continue
             if rel.as_posix() in ZIP_REWRITTEN:
                 data = _strip_server_paths(rel.name, json.loads(path.read_text()))

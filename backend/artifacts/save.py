@@ -20,6 +20,7 @@ import numpy as np
 from safetensors.torch import save_file
 
 from backend.artifacts.model_card import render_model_card
+from backend.artifacts.predictions import write_predictions
 from backend.catalogue import ModelInfo
 from backend.data.prepare import PreparedData
 from backend.methods import registry
@@ -127,6 +128,7 @@ def write_common(
         "probs": np.asarray(eval_probs[:n]).tolist(),
     }
     (out_dir / "check_predictions.json").write_text(json.dumps(check))
+    write_predictions(out_dir, data.eval, eval_probs, data.label_names)  # for error analysis
     make_portable(out_dir, info.portable_name, (info.path,))
     size = adapter_bytes(out_dir, spec.library)
     (out_dir / "README.md").write_text(render_model_card(manifest, cfg, {**summary, "adapter_bytes": size}))

@@ -1,0 +1,64 @@
+"""Every evaluation example of a run with its prediction: the file error analysis reads.
+
+``eval_predictions.parquet`` in the run folder holds, per evaluation row, the source row,
+the text (and pair), the true and predicted label, the confidence and every class's
+probability. It holds evaluation texts, so exports leave it out unless asked (as they do
+the sample predictions). Calibration (expected calibration error and the reliability
+diagram's bins) comes from the same probabilities.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+PREDICTIONS_FILE = "eval_predictions.parquet"
+ECE_BINS = 10
+
+
+def write_predictions(out_dir: Path, split: Any, probs: np.ndarray, label_names: list[str]) -> None:
+    """``split``: the evaluation Split (texts, pairs, labels, rows); ``probs``: [rows, classes]."""
+    probs = np.asarray(probs, dtype=np.float64)
+    predicted = probs.argmax(-1)
+    frame = pd.DataFrame(
+        {
+            "row": split.rows,
+            "text": split.texts,
+            "pair": split.pairs if split.pairs is not None else [None] * len(split.texts),
+            "true": [label_names[i] for i in split.labels],
+            "predicted": [label_names[i] for i in predicted],
+            "confidence": probs.max(-1),
+            "correct": predicted == np.asarray(split.labels),
+            "probs": list(probs),
+        }
+    )
+    tmp = out_dir / (PREDICTIONS_FILE + ".tmp")
+    frame.to_parquet(tmp, index=False)
+    tmp.replace(out_dir / PREDICTIONS_FILE)
+
+
+def read_predictions(artifact_dir: str | Path) -> pd.DataFrame | None:
+    path = Path(artifact_dir) / PREDICTIONS_FILE
+    return pd.read_parquet(path) if path.is_file() else None
+
+
+def calibration(confidence: np.ndarray, correct: np.ndarray, bins: int = ECE_BINS) -> dict[str, Any]:
+    """Expected calibration error (Guo et al. 2017: equal-width confidence bins, weighted by
+    their share of rows) and the reliability diagram's bins: [{low, high, rows, confidence,
+    accuracy}] for the bins that hold rows."""
+    confidence, correct = np.asarray(confidence, float), np.asarray(correct, float)
+    edges = np.linspace(0.0, 1.0, bins + 1)
+    index = np.clip(np.digitize(confidence, edges[1:-1], right=True), 0, bins - 1)
+    out, ece = [], 0.0
+    for b in range(bins):
+        mask = index == b
+        if not mask.any():
+            continue
+        conf, acc = float(confidence[mask].mean()), float(correct[mask].mean())
+        ece += mask.mean() * abs(acc - conf)
+        out.append({"low": float(edges[b]), "high": float(edges[b + 1]), "rows": int(mask.sum()),
+                    "confidence": conf, "accuracy": acc})  # fmt: skip
+    return {"ece": float(ece), "bins": out}
