@@ -22,6 +22,7 @@ from backend.training.config import TrainConfig, validate
 from jobs import queue, views
 from jobs.schema import CANCELLED, FAILED, QUEUED, RUNNING, Job, Metric
 from jobs.supervisor_registry import owner_alive, supervisors, wake_local_supervisors
+from service.api_analysis import AnalysisApi
 from service.api_artifacts import ArtifactsApi
 from service.api_catalogue import CatalogueApi
 from service.api_datasets import DatasetsApi
@@ -56,7 +57,7 @@ def feature_cache_keys(summary: dict[str, Any] | None) -> set[str]:
     return {k for k in keys if isinstance(k, str) and CACHE_KEY.fullmatch(k)}
 
 
-class Workbench(DatasetsApi, CatalogueApi, ArtifactsApi, SweepsApi):
+class Workbench(DatasetsApi, CatalogueApi, ArtifactsApi, SweepsApi, AnalysisApi):
     """Everything the app can do, for one data folder and database.
 
     Datasets (``api_datasets``), the catalogue (``api_catalogue``) and trained models
