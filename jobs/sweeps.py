@@ -55,7 +55,18 @@ def make_pruner(spec: dict[str, Any]) -> Any:
     return optuna.pruners.NopPruner()
 
 
+_STUDIES: dict[tuple[str, str], Any] = {}  # (database URL, study name) -> Study, per process
+
+
 def load_study(db: Database, sweep: Sweep) -> Any:
+    """The sweep's study (created on first use); one object per process, reused every poll."""
+    key = (db.url, str(sweep.study_name))
+    if key not in _STUDIES:
+        _STUDIES[key] = _open_study(db, sweep)
+    return _STUDIES[key]
+
+
+def _open_study(db: Database, sweep: Sweep) -> Any:
     import optuna
 
     sampler = optuna.samplers.TPESampler(
@@ -156,6 +167,9 @@ def advance(db: Database, artifacts_dir: Path, room: int, only: set[int] | None 
             jobs = list(session.scalars(select(Job).where(Job.sweep_id == sweep.id)))
         active = sum(j.status in (QUEUED, RUNNING) for j in jobs)
         complete = True
+        all_queued = len(jobs) >= int(sweep.spec.get("trials", 0))
+        if sweep.kind == "search" and active > 0 and (active >= _parallel(sweep) or all_queued):
+            continue  # nothing to ask or tell until a trial ends: no study round trip every poll
         if sweep.kind == "search":
             made, all_asked = _ask_trials(
                 db, sweep, jobs, artifacts_dir, min(room, _parallel(sweep) - active)
