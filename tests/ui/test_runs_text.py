@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ui.tabs.runs import throughput_text
+from ui.tables import throughput_text
 
 
 def test_finished_run_shows_tokens_padding_and_mfu() -> None:
