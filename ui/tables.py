@@ -226,3 +226,21 @@ def to_html(
     body = "".join(rows) or f'<tr><td colspan="{max(1, len(frame.columns))}">{html.escape(empty)}</td></tr>'
     table = f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
     return f'{title}<div class="wb-table">{table}</div>'
+
+
+def throughput_text(metrics: dict[str, Any], series: dict[str, Any]) -> str:
+    """Tokens/s and model FLOPs utilisation: the run's own figures once it ended, the latest
+    step's tokens/s while it runs."""
+    per_second = metrics.get("tokens_per_second")
+    if per_second is None:
+        live = series.get("tokens_per_second") or []
+        return f"Throughput: {live[-1][1]:,.0f} tokens/s (last step)" if live else ""
+    parts = [f"Throughput: {per_second:,.0f} tokens/s"]
+    if metrics.get("padding_share") is not None:
+        parts.append(f"{metrics['padding_share']:.0%} of the batch tokens were padding")
+    if metrics.get("mfu") is not None and metrics.get("peak_tflops"):
+        parts.append(
+            f"model FLOPs utilisation {metrics['mfu']:.0%} of this device's measured peak "
+            f"({metrics['peak_tflops']:g} TFLOP/s, {metrics.get('precision', 'fp32')})"
+        )
+    return " · ".join(parts)

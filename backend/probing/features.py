@@ -63,7 +63,7 @@ def compute_features(
     device = next(encoder.parameters()).device
     # Length-sorted batches pad far less (one pass, no gradients: order does not matter),
     # then the rows are put back in their original order.
-    order = sorted(range(len(enc)), key=lambda i: len(enc.features[i]["input_ids"]))
+    order = enc.by_length()
     chunks = []
     for start in range(0, len(order), batch_size):
         if cb is not None and cb.should_cancel():

@@ -127,7 +127,7 @@ class LowerLayerCache:
             seen.append(_hidden_of(args, kwargs))
             raise _ReachedCut
 
-        order = sorted(range(len(enc)), key=lambda i: len(enc.features[i]["input_ids"]))
+        order = enc.by_length()
         was_training = model.training
         handle = layers[cut].register_forward_pre_hook(grab, with_kwargs=True)
         model.eval()

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from ui.tabs.runs import loss_plot, throughput_text
+from ui.tables import throughput_text
+from ui.tabs.runs import loss_plot
 
 
 def test_finished_run_shows_tokens_padding_and_mfu() -> None:

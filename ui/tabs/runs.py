@@ -46,26 +46,8 @@ def summary(job: dict[str, Any]) -> str:
         parts.append(f"device {job['device']}")
     if job.get("resumed_from"):
         parts.append(f"resumed from #{job['resumed_from']}")
-    speed = throughput_text(job.get("metrics") or {}, job.get("series") or {})
+    speed = tables.throughput_text(job.get("metrics") or {}, job.get("series") or {})
     return f"### #{job['id']} {job['name']}\n{' · '.join(parts)}" + (f"\n\n{speed}" if speed else "")
-
-
-def throughput_text(metrics: dict[str, Any], series: dict[str, Any]) -> str:
-    """Tokens/s and model FLOPs utilisation: the run's own figures once it ended, the latest
-    step's tokens/s while it runs."""
-    per_second = metrics.get("tokens_per_second")
-    if per_second is None:
-        live = series.get("tokens_per_second") or []
-        return f"Throughput: {live[-1][1]:,.0f} tokens/s (last step)" if live else ""
-    parts = [f"Throughput: {per_second:,.0f} tokens/s"]
-    if metrics.get("padding_share") is not None:
-        parts.append(f"{metrics['padding_share']:.0%} of the batch tokens were padding")
-    if metrics.get("mfu") is not None and metrics.get("peak_tflops"):
-        parts.append(
-            f"model FLOPs utilisation {metrics['mfu']:.0%} of this device's measured peak "
-            f"({metrics['peak_tflops']:g} TFLOP/s, {metrics.get('precision', 'fp32')})"
-        )
-    return " · ".join(parts)
 
 
 def error_text(job: dict[str, Any]) -> str:

@@ -86,7 +86,9 @@ def common_settings(endpoints: Endpoints, method: dict[str, Any]) -> Common:
             info=setting["model"]["help"],
         )
         quant = control_for(
-            setting["quant"], info=f"Detected device: {device['name']}. {setting['quant']['help']}"
+            setting["quant"],
+            info=f"Detected device: {device['name']}; precision auto: {device['precision']}. "
+            f"{setting['quant']['help']}",
         )
     with gr.Row():
         with gr.Column(min_width=160):
