@@ -1,7 +1,8 @@
 """Benchmark: do the defaults transfer? Every method on the four shared datasets, with the new
 defaults (learning rate and epochs "auto", early stopping) beside the old fixed defaults.
 
-    .venv/bin/python bench/tasks.py [--rows 1000] [--seeds 0,1,2] [--only lora,ia3] [--datasets sst2,rte]
+    .venv/bin/python bench/tasks.py [--rows 1000] [--seeds 0,1,2] [--only lora,ia3]
+        [--datasets sst2,rte] [--configs auto]
 
 Each dataset: ``--rows`` training rows (a seeded sample of its train.csv) and its own dev or
 test split for evaluation, max length 128, batch 32. Every run is appended to
@@ -111,15 +112,17 @@ def run_one(dataset: str, method: str, config: str, seed: int, train: Path, out:
 
 
 def plan(args: argparse.Namespace) -> list[tuple[str, str, str, int]]:
-    """Seed 0 of everything first (a cut-short run still covers every cell), then the setting
-    variants, then extra seeds."""
+    """Seed 0 of everything first, config by config (a cut-short run still covers every dataset
+    and method), then the setting variants, then extra seeds."""
     methods = args.only.split(",") if args.only else METHODS
     datasets = args.datasets.split(",") if args.datasets else list(DATASETS)
     seeds = [int(s) for s in args.seeds.split(",")]
-    todo = [(d, m, c, seeds[0]) for d in datasets for m in methods for c in CONFIGS]
-    todo += [(d, m, v, seeds[0]) for d in datasets for v, (m, _) in VARIANTS.items() if m in methods]
+    configs = args.configs.split(",") if args.configs else list(CONFIGS)
+    todo = [(d, m, c, seeds[0]) for c in configs for d in datasets for m in methods]
+    if not args.configs:
+        todo += [(d, m, v, seeds[0]) for d in datasets for v, (m, _) in VARIANTS.items() if m in methods]
     seeded = [d for d in datasets if d in SEEDED]
-    todo += [(d, m, c, s) for s in seeds[1:] for d in seeded for m in methods for c in CONFIGS]
+    todo += [(d, m, c, s) for s in seeds[1:] for d in seeded for m in methods for c in configs]
     return todo
 
 
@@ -206,6 +209,7 @@ def main() -> int:
     p.add_argument("--seeds", default="0,1,2")
     p.add_argument("--only", help="comma-separated method keys")
     p.add_argument("--datasets", help="comma-separated dataset folders")
+    p.add_argument("--configs", help="comma-separated: auto, old (default both, then the setting variants)")
     args = p.parse_args()
     if not SHARED.is_dir():
         print(f"no shared data at {SHARED}", file=sys.stderr)

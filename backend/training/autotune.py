@@ -128,8 +128,11 @@ def describe_search(result: dict[str, Any] | None) -> str:
         f"{c['lr']:g}: {'diverged' if c['diverged'] else format(c['eval_loss'], '.3f')}"
         for c in result["candidates"]
     )
+    how = "chosen by search"
+    if result.get("inconclusive"):
+        how = "taken as the largest stable candidate: no candidate moved the held-out loss in the search"
     return (
-        f"learning rate {result['chosen']:g} chosen by search (held-out loss per candidate: {scores}; "
+        f"learning rate {result['chosen']:g} {how} (held-out loss per candidate: {scores}; "
         f"{result['seconds']:.1f}s on {result['train_rows']} training rows, judged on "
         f"{result['holdout_rows']} held-out training rows)"
     )

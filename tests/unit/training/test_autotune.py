@@ -15,6 +15,7 @@ from backend.training.autotune import (
     MAX_EPOCHS,
     MIN_STEPS,
     auto_epochs,
+    describe_search,
     epochs_without_improvement,
     plan_epochs,
 )
@@ -22,10 +23,12 @@ from backend.training.callbacks import Callback
 from backend.training.config import TrainConfig, validate
 from backend.training.lr_search import (
     EVAL_COST,
+    MAX_EXTENSIONS,
     Candidate,
     Costs,
     Schedule,
     plan_schedule,
+    result_dict,
     sample_costs,
     successive_halving,
 )
@@ -226,3 +229,23 @@ def test_search_schedule_stays_within_its_budget() -> None:
     cheap = plan_schedule(4, 900, Costs(step=0.1, eval_row=0.001, budget=60.0))
     dear = plan_schedule(4, 900, Costs(step=0.4, eval_row=0.001, budget=60.0))
     assert [a // 4 for a in cheap.round_steps] == pytest.approx(dear.round_steps, abs=1)
+
+
+def test_a_search_where_nothing_moves_stops_and_takes_the_largest_stable_rate() -> None:
+    """Flat for longer than round one and its extension: the search ends after round one
+    (no ranking on noise, no further spending) with the largest rate that did not diverge."""
+    losses = {1e-3: 8.0, 1e-2: 2.0, 3e-2: 1.0, 1e-1: math.inf}
+    schedule = Schedule(round_steps=[2, 4], survivors=[4, 2], holdout_rows=32, budget=0)
+    trials: dict[float, SlowStart] = {}
+
+    def trial(lr: float) -> SlowStart:
+        trials[lr] = SlowStart(lr, losses, flat=100)
+        return trials[lr]
+
+    winner, *rest = successive_halving(tuple(losses), trial, schedule, Callback())
+    assert winner.lr == 3e-2 and winner.inconclusive
+    assert not any(c.inconclusive for c in rest)
+    assert max(t.steps for t in trials.values()) == 2 * (1 + MAX_EXTENSIONS)  # round two never ran
+    result = result_dict([winner, *rest], schedule, 1.0, 100)
+    assert result["chosen"] == 3e-2 and result["inconclusive"] is True
+    assert "largest stable candidate" in describe_search(result)
