@@ -13,7 +13,7 @@ def main(argv: list[str] | None = None) -> int:
 
     settings = Settings.from_env()
     apply_environment(settings)  # before transformers/gradio are imported
-    from service.cli import build_parser, run_command
+    from service.cli import build_parser, run_command, with_tracker_flags
     from ui.server import add_server_arguments, run_app
 
     parser = build_parser()
@@ -21,6 +21,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.db_url:
         settings = settings.with_(db_url=args.db_url)
+    settings = with_tracker_flags(settings, args)
     if args.command is None:
         return run_app(settings, args)
     return run_command(args, settings)

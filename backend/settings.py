@@ -33,21 +33,53 @@ class Settings:
     # exhausting the server. WORKBENCH_MAX_UPLOAD_MB / WORKBENCH_MAX_ROWS, or the same flags.
     max_upload_mb: int = 500
     max_rows: int = 1_000_000
+    # Experiment trackers (jobs.trackers), off unless switched on: every job the supervisor of
+    # this process runs also logs its config and metrics there. WORKBENCH_TENSORBOARD /
+    # WORKBENCH_MLFLOW ("1" = the default place, or a folder / tracking URI), or the flags
+    # --tensorboard[-dir] / --mlflow[-uri]. Workers get them through jobs.runner.
+    tensorboard_dir: Path | None = None  # event files go to <tensorboard_dir>/job-<id>/
+    mlflow_uri: str | None = None  # a tracking URI; switched on alone: default_mlflow_uri
 
     @classmethod
     def from_env(cls) -> Settings:
         """Read ``WORKBENCH_DATA_DIR``, ``WORKBENCH_MODELS_CACHE``, ``WORKBENCH_DB_URL``,
-        ``WORKBENCH_MAX_UPLOAD_MB`` and ``WORKBENCH_MAX_ROWS``."""
+        ``WORKBENCH_MAX_UPLOAD_MB``, ``WORKBENCH_MAX_ROWS``, ``WORKBENCH_TENSORBOARD`` and
+        ``WORKBENCH_MLFLOW``."""
         data_dir = Path(os.environ.get("WORKBENCH_DATA_DIR", PROJECT_ROOT / "runs")).resolve()
         models_cache = Path(os.environ.get("WORKBENCH_MODELS_CACHE", PROJECT_ROOT / "models_cache")).resolve()
         db_url = os.environ.get("WORKBENCH_DB_URL", f"sqlite:///{data_dir / 'workbench.db'}")
-        return cls(
+        settings = cls(
             data_dir=data_dir,
             models_cache=models_cache,
             db_url=db_url,
             max_upload_mb=_env_int("WORKBENCH_MAX_UPLOAD_MB", cls.max_upload_mb),
             max_rows=_env_int("WORKBENCH_MAX_ROWS", cls.max_rows),
         )
+        return settings.with_trackers(
+            tensorboard=os.environ.get(TENSORBOARD_ENV), mlflow=os.environ.get(MLFLOW_ENV)
+        )
+
+    def with_trackers(self, *, tensorboard: str | None = None, mlflow: str | None = None) -> Settings:
+        """A copy with the trackers switched as ``tensorboard`` / ``mlflow`` say: None leaves one
+        as it is, "0"/"off" switches it off, "1"/"on" on at its default place under the data
+        folder, anything else is the folder (TensorBoard) or tracking URI (MLflow)."""
+        changes: dict[str, object] = {}
+        if tensorboard is not None:
+            folder = _switch(tensorboard)
+            if folder is True:
+                folder = str(self.data_dir / "tensorboard")
+            changes["tensorboard_dir"] = Path(folder).resolve() if folder else None
+        if mlflow is not None:
+            uri = _switch(mlflow)
+            changes["mlflow_uri"] = self.default_mlflow_uri if uri is True else uri or None
+        return self.with_(**changes)
+
+    def tracker_environment(self) -> dict[str, str]:
+        """The variables that give a worker process the same trackers as this one."""
+        return {
+            TENSORBOARD_ENV: str(self.tensorboard_dir) if self.tensorboard_dir else "off",
+            MLFLOW_ENV: self.mlflow_uri or "off",
+        }
 
     def with_(self, **changes: object) -> Settings:
         """A copy with some fields changed (e.g. from CLI flags)."""
@@ -68,6 +100,24 @@ class Settings:
     @property
     def max_upload_bytes(self) -> int:
         return self.max_upload_mb * 1024 * 1024
+
+    @property
+    def default_mlflow_uri(self) -> str:
+        # SQLite, not MLflow's ./mlruns folder store: MLflow 3.x refuses the folder store
+        # unless MLFLOW_ALLOW_FILE_STORE=true (it is in maintenance mode).
+        return f"sqlite:///{self.data_dir / 'mlflow' / 'mlflow.db'}"
+
+
+TENSORBOARD_ENV, MLFLOW_ENV = "WORKBENCH_TENSORBOARD", "WORKBENCH_MLFLOW"
+_ON, _OFF = ("1", "on", "true", "yes"), ("", "0", "off", "false", "no")
+
+
+def _switch(text: str) -> str | bool:
+    """False (off), True (on, default place) or the folder/URI ``text`` names."""
+    word = text.strip()
+    if word.lower() in _OFF:
+        return False
+    return True if word.lower() in _ON else word
 
 
 def _env_int(name: str, default: int) -> int:
@@ -102,6 +152,7 @@ def apply_environment(settings: Settings) -> None:
         "GRADIO_TEMP_DIR": str(cache / "gradio"),
         "GRADIO_ANALYTICS_ENABLED": "False",
         "HF_HUB_DISABLE_TELEMETRY": "1",
+        "MLFLOW_DISABLE_TELEMETRY": "true",  # MLflow 3 reports usage by default (jobs.trackers)
         "TOKENIZERS_PARALLELISM": "false",
         "TRANSFORMERS_NO_ADVISORY_WARNINGS": "1",
     }

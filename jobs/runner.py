@@ -104,13 +104,14 @@ WORKER_ENV_DROPPED = ("WORKBENCH_AUTH",)
 
 def worker_environment(settings: Settings, gpu: int | None) -> dict[str, str]:
     """The worker's environment: this one, less the app's password, plus where the data and
-    database are."""
+    database are and which experiment trackers are on."""
     env = {k: v for k, v in os.environ.items() if k not in WORKER_ENV_DROPPED}
     env.update(
         WORKBENCH_DATA_DIR=str(settings.data_dir),
         WORKBENCH_DB_URL=settings.db_url,
         WORKBENCH_MODELS_CACHE=str(settings.models_cache),
         PYTHONUNBUFFERED="1",
+        **settings.tracker_environment(),  # flags of this process reach the worker's Settings.from_env
     )
     if gpu is not None:
         visible = os.environ.get("CUDA_VISIBLE_DEVICES")

@@ -9,7 +9,8 @@ cancelled or failed with a message the user can act on; the traceback goes to
 - :mod:`jobs.heartbeat`: the heartbeat thread and the SIGTERM handling that make cancel
   work in every phase, with or without training steps;
 - :mod:`jobs.outcome`: failures explained for the user, and a success handed to
-  ``outcome.json`` before it is recorded, so that it is never lost.
+  ``outcome.json`` before it is recorded, so that it is never lost;
+- :mod:`jobs.trackers`: the optional copy of config and metrics to TensorBoard / MLflow.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from jobs.outcome import RECORD_ATTEMPTS, exit_code, explain_failure, record_suc
 from jobs.reporting import JobLog, JobReporter
 from jobs.runner import process_start_time
 from jobs.schema import CANCELLED, FAILED, PRUNED, RUNNING, Job, Sweep, utcnow
+from jobs.trackers import open_trackers
 
 
 def train(job: Job, settings: Settings, reporter: JobReporter) -> dict[str, Any]:
@@ -50,15 +52,19 @@ def train(job: Job, settings: Settings, reporter: JobReporter) -> dict[str, Any]
         reporter.log.write(f"resuming from the checkpoint in {resume}")
     if resumable and isinstance(cfg.epochs, int):
         reporter.expect_epochs(cfg.effective_epochs)
-    return run_training(
-        cfg,
-        out_dir,
-        reporter,
-        models_cache=settings.models_cache,
-        feature_cache_dir=settings.feature_cache_dir,
-        checkpoint_dir=out_dir / "checkpoint" if resumable else None,
-        resume_from=resume,
-    )
+    # TensorBoard / MLflow, where switched on: they see every event after the reporter does.
+    with open_trackers(settings, job, cfg, reporter, reporter.log) as callback:
+        summary = run_training(
+            cfg,
+            out_dir,
+            callback,
+            models_cache=settings.models_cache,
+            feature_cache_dir=settings.feature_cache_dir,
+            checkpoint_dir=out_dir / "checkpoint" if resumable else None,
+            resume_from=resume,
+        )
+        callback.summary(summary)
+    return summary
 
 
 def trial_reporter(db: Database, job: Job, log: JobLog) -> JobReporter | None:

@@ -130,9 +130,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--db-url", help="job database URL (default: WORKBENCH_DB_URL or sqlite:///<data dir>/workbench.db)"
     )
+    add_tracker_arguments(parser)
     # The same option after the command too; SUPPRESS keeps a value given before it.
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--db-url", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    add_tracker_arguments(common, after_command=True)
     sub = parser.add_subparsers(dest="command")
     train = sub.add_parser("train", help="train one run in this process (headless)")
     add_train_arguments(train)
@@ -157,6 +159,39 @@ def build_parser() -> argparse.ArgumentParser:
     add_job_commands(sub, common)
     add_sweep_command(sub, common)
     return parser
+
+
+TRACKER_FLAGS = {
+    "tensorboard": "also log every job to TensorBoard, in <data dir>/tensorboard/job-<id> (or set "
+    "WORKBENCH_TENSORBOARD=1)",
+    "tensorboard_dir": "as --tensorboard, in DIR/job-<id>",
+    "mlflow": "also log every job to MLflow, in sqlite:///<data dir>/mlflow/mlflow.db (or set "
+    "WORKBENCH_MLFLOW=1)",
+    "mlflow_uri": "as --mlflow, to this tracking URI (sqlite:///FILE, http://HOST:PORT, ...)",
+}
+
+
+def add_tracker_arguments(parser: argparse.ArgumentParser, *, after_command: bool = False) -> None:
+    """The experiment-tracker switches. They act where jobs run: in the web app and in
+    ``worker``, ``submit`` and ``sweep`` when these start a supervisor."""
+    for dest, text in TRACKER_FLAGS.items():
+        options: dict[str, Any] = {"dest": dest, "help": argparse.SUPPRESS if after_command else text}
+        if after_command:
+            options["default"] = argparse.SUPPRESS  # keeps a value given before the command
+        if dest.endswith(("_dir", "_uri")):
+            options["metavar"] = dest.rpartition("_")[2].upper()
+        else:
+            options["action"] = "store_true"
+        parser.add_argument("--" + dest.replace("_", "-"), **options)
+
+
+def with_tracker_flags(settings: Settings, args: argparse.Namespace) -> Settings:
+    """``settings`` with the trackers the flags switch on (a flag never switches one off)."""
+    tensorboard = args.tensorboard_dir or ("on" if args.tensorboard else None)
+    mlflow = args.mlflow_uri or ("on" if args.mlflow else None)
+    if (tensorboard or mlflow) and args.command in ("train", "predict", "export"):
+        print(f"note: --tensorboard/--mlflow log jobs; `{args.command}` runs no job", file=sys.stderr)
+    return settings.with_trackers(tensorboard=tensorboard, mlflow=mlflow)
 
 
 COMMANDS: dict[str, Callable[[argparse.Namespace, Settings], int]] = {
