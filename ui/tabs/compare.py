@@ -1,4 +1,5 @@
-"""Compare tab: finished runs side by side (table, curves, F1, confusion, config diff) and "Try it"."""
+"""Compare tab: finished runs side by side (table, curves, F1, confusion, config diff), a
+shareable HTML report of them, and "Try it"."""
 
 from __future__ import annotations
 
@@ -37,7 +38,7 @@ class _Handlers:
         try:
             result = self.endpoints.compare(list(ticked or []))
         except Exception as exc:  # noqa: BLE001
-            return (gr.skip(), problem(exc, "comparing runs"), *(gr.skip(),) * 7)
+            return (gr.skip(), problem(exc, "comparing runs"), *(gr.skip(),) * 8)
         f1, _ = charts.per_class_f1(result)
         return (
             list(ticked or []),
@@ -53,7 +54,18 @@ class _Handlers:
                 caption="Config differences (only the settings that differ)",
                 empty="The runs' settings are identical.",
             ),
+            gr.update(value=None, visible="hidden"),  # a report of the previous runs no longer fits
         )
+
+    def report(self, selection: list[int] | None) -> tuple[Any, str]:
+        """The compared runs as one HTML file to download and share."""
+        try:
+            if not selection:
+                raise ConfigError("compare some runs first; the report covers the runs compared")
+            path = self.endpoints.report(job_ids=list(selection)).path
+        except Exception as exc:  # noqa: BLE001
+            return gr.skip(), problem(exc, "writing the report")
+        return gr.update(value=path, visible=True), ""
 
     def predict(self, selection: list[int] | None, text: str, pair: str) -> tuple[Any, str]:
         """Every compared run's prediction for one text."""
@@ -123,6 +135,13 @@ def build_compare_tab(endpoints: Endpoints, tab: gr.Tab) -> None:
             refresh = gr.Button("Refresh list", size="sm")
     message = gr.Markdown()
     table = gr.HTML(elem_id="compare-table")
+    with gr.Row(equal_height=True):
+        report = gr.Button("Download report (HTML)", size="sm", scale=1)
+        # Hidden until there is a file (an empty box would invite dropping one in). "hidden",
+        # not False: a component first rendered invisible here never appeared on the update.
+        report_file = gr.File(
+            label="Report", interactive=False, visible="hidden", scale=4, elem_id="compare-report"
+        )
     plots = _plots()
     gr.Markdown("**Confusion matrices** (rows: true label, columns: predicted)")
     confusion = gr.HTML()
@@ -132,7 +151,8 @@ def build_compare_tab(endpoints: Endpoints, tab: gr.Tab) -> None:
     private: dict[str, Any] = {"api_visibility": "private"}
     for trigger in (tab.select, refresh.click):
         trigger(h.reload, [runs], [runs], **private)
-    outputs = [selection, message, table, *plots, confusion, diff]
+    outputs = [selection, message, table, *plots, confusion, diff, report_file]
     compare.click(h.compare, [runs], outputs, **private)
+    report.click(h.report, [selection], [report_file, message], **private)
     for trigger in (predict.click, text.submit):
         trigger(h.predict, [selection, text, pair], [predictions, predict_message], **private)
