@@ -4,12 +4,16 @@ on another uploaded dataset with the same labels."""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from backend.artifacts.predictions import EVALUATIONS_DIR
 from backend.errors import ConfigError
+from jobs import datasets
 from service.api_state import WorkbenchState
 
 SORTS = ("confidence_desc", "confidence_asc", "row")
@@ -19,10 +23,20 @@ MAX_ROWS = 1000  # per answer: a page shows a few hundred; the CSV has them all
 class AnalysisApi(WorkbenchState):
     """Per-example results of succeeded runs (mixed into ``Workbench``)."""
 
-    def _predictions(self, job_id: int) -> Any:
+    _predictor: Callable[[str], Any]  # from ArtifactsApi: one loaded model per run folder
+
+    def _predictions(self, job_id: int, dataset_id: int | None = None) -> Any:
+        """The run's own evaluation predictions, or those of its evaluation on ``dataset_id``."""
         from backend.artifacts.predictions import read_predictions
 
         job = self._finished_job(job_id)
+        if dataset_id:
+            frame = read_predictions(_evaluation_file(job.artifact_dir or "", int(dataset_id), ".parquet"))
+            if frame is None:
+                raise ConfigError(
+                    f"job {job_id} has not been evaluated on dataset {dataset_id}; evaluate it first"
+                )
+            return frame
         frame = read_predictions(job.artifact_dir or "")
         if frame is None:
             raise ConfigError(
@@ -30,12 +44,51 @@ class AnalysisApi(WorkbenchState):
             )
         return frame
 
+    def evaluate(self, job_id: int, dataset_id: int) -> dict[str, Any]:
+        """Evaluate a succeeded run on another uploaded dataset with the same labels: metrics
+        (accuracy, macro-F1, per class, confusion matrix), kept with the per-example
+        predictions so that ``predictions(job_id, dataset_id=...)`` can show its errors."""
+        from backend.data.mapping import ColumnMapping
+        from backend.evaluation import evaluate_on
+
+        job = self._finished_job(job_id)
+        row = datasets.get(self.db, int(dataset_id))
+        if row is None:
+            raise ConfigError(f"no dataset {dataset_id}")
+        mapping = ColumnMapping(row.text_column, row.label_column, row.text_pair_column)
+        folder = job.artifact_dir or ""
+        metrics = evaluate_on(
+            self._predictor(folder),
+            row.path,
+            mapping,
+            _evaluation_file(folder, row.id, ".parquet"),
+            self.settings.max_rows,
+        )
+        result = {"job_id": job_id, "dataset_id": row.id, "dataset": row.name, **metrics}
+        target = _evaluation_file(folder, row.id, ".json")
+        tmp = target.with_name(target.name + ".tmp")
+        tmp.write_text(json.dumps(result, indent=2))
+        tmp.replace(target)
+        return result
+
+    def evaluations(self, job_id: int) -> list[dict[str, Any]]:
+        """Every evaluation of a run on another dataset, oldest first (the stored results)."""
+        folder = Path(self._finished_job(job_id).artifact_dir or "") / EVALUATIONS_DIR
+        files = sorted(folder.glob("dataset-*.json"), key=lambda p: p.stat().st_mtime)
+        return [json.loads(p.read_text()) for p in files]
+
     def _filtered(
-        self, job_id: int, wrong_only: bool, true_label: str | None, predicted_label: str | None, sort: str
+        self,
+        job_id: int,
+        wrong_only: bool,
+        true_label: str | None,
+        predicted_label: str | None,
+        sort: str,
+        dataset_id: int | None = None,
     ) -> Any:
         if sort not in SORTS:
             raise ConfigError(f"sort must be one of {', '.join(SORTS)}, not {sort!r}")
-        frame = self._predictions(job_id)
+        frame = self._predictions(job_id, dataset_id)
         if wrong_only:
             frame = frame[~frame["correct"]]
         if true_label:
@@ -55,10 +108,12 @@ class AnalysisApi(WorkbenchState):
         predicted_label: str | None = None,
         sort: str = "confidence_desc",
         limit: int = 200,
+        dataset_id: int | None = None,
     ) -> dict[str, Any]:
-        """Evaluation examples with true label, prediction and confidence: {total, matching, rows}."""
-        total = len(self._predictions(job_id))
-        frame = self._filtered(job_id, wrong_only, true_label, predicted_label, sort)
+        """Evaluation examples with true label, prediction and confidence: {total, matching, rows}
+        (``dataset_id``: those of the run's evaluation on that dataset)."""
+        total = len(self._predictions(job_id, dataset_id))
+        frame = self._filtered(job_id, wrong_only, true_label, predicted_label, sort, dataset_id)
         shown = frame.head(max(0, min(int(limit), MAX_ROWS)))
         columns = ["row", "text", "pair", "true", "predicted", "confidence", "correct"]
         rows = [{k: _plain(r[k]) for k in columns} for r in shown.to_dict("records")]
@@ -74,8 +129,10 @@ class AnalysisApi(WorkbenchState):
             filters.get("true_label"),
             filters.get("predicted_label"),
             filters.get("sort", "confidence_desc"),
+            filters.get("dataset_id"),
         )
-        target = self.settings.data_dir / "exports" / f"job-{job_id}-predictions.csv"
+        suffix = f"-dataset-{filters['dataset_id']}" if filters.get("dataset_id") else ""
+        target = self.settings.data_dir / "exports" / f"job-{job_id}{suffix}-predictions.csv"
         target.parent.mkdir(parents=True, exist_ok=True)
         write_csv(frame.drop(columns=["probs"]), target)
         return target
@@ -96,12 +153,16 @@ class AnalysisApi(WorkbenchState):
         ]  # fmt: skip
         return {"jobs": [job_a, job_b], "disagree": int(differ.sum()), "total": len(a), "rows": rows}
 
-    def calibration(self, job_id: int) -> dict[str, Any]:
+    def calibration(self, job_id: int, dataset_id: int | None = None) -> dict[str, Any]:
         """Expected calibration error and the reliability diagram's bins."""
         from backend.artifacts.predictions import calibration
 
-        frame = self._predictions(job_id)
+        frame = self._predictions(job_id, dataset_id)
         return {"job_id": job_id, **calibration(frame["confidence"].to_numpy(), frame["correct"].to_numpy())}
+
+
+def _evaluation_file(artifact_dir: str, dataset_id: int, suffix: str) -> Path:
+    return Path(artifact_dir) / EVALUATIONS_DIR / f"dataset-{dataset_id}{suffix}"
 
 
 def _plain(value: Any) -> Any:

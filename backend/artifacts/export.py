@@ -7,7 +7,7 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from backend.artifacts.predictions import PREDICTIONS_FILE
+from backend.artifacts.predictions import EVALUATIONS_DIR, PREDICTIONS_FILE
 from backend.errors import ConfigError
 
 
@@ -44,8 +44,9 @@ def export_zip(artifact_dir: str | Path, out_zip: str | Path, *, include_samples
     with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED) as zf:
         for path in sorted(artifact_dir.rglob("*")):
             rel = path.relative_to(artifact_dir)
-            # checkpoints and the merged model are not the adapter; the job log is the app's own
-            if not path.is_file() or rel.parts[0] in ("checkpoint", "merged", "job.log"):
+            # checkpoints and the merged model are not the adapter; the job log and evaluations
+            # on other datasets (their texts and predictions) are the app's own records
+            if not path.is_file() or rel.parts[0] in ("checkpoint", "merged", "job.log", EVALUATIONS_DIR):
                 continue
             if rel.as_posix() in TEXT_FILES and not include_samples:
                 continue

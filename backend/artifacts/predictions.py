@@ -16,11 +16,13 @@ import numpy as np
 import pandas as pd
 
 PREDICTIONS_FILE = "eval_predictions.parquet"
+EVALUATIONS_DIR = "evaluations"  # in a run folder: dataset-<id>.parquet/.json per other dataset
 ECE_BINS = 10
 
 
-def write_predictions(out_dir: Path, split: Any, probs: np.ndarray, label_names: list[str]) -> None:
-    """``split``: the evaluation Split (texts, pairs, labels, rows); ``probs``: [rows, classes]."""
+def write_predictions(target: Path, split: Any, probs: np.ndarray, label_names: list[str]) -> None:
+    """``target``: a run folder (its own evaluation) or a .parquet path (another dataset's);
+    ``split``: the evaluated Split (texts, pairs, labels, rows); ``probs``: [rows, classes]."""
     probs = np.asarray(probs, dtype=np.float64)
     predicted = probs.argmax(-1)
     frame = pd.DataFrame(
@@ -35,13 +37,16 @@ def write_predictions(out_dir: Path, split: Any, probs: np.ndarray, label_names:
             "probs": list(probs),
         }
     )
-    tmp = out_dir / (PREDICTIONS_FILE + ".tmp")
+    path = target if target.suffix == ".parquet" else target / PREDICTIONS_FILE
+    tmp = path.with_name(path.name + ".tmp")  # written whole, then renamed: never half a file
     frame.to_parquet(tmp, index=False)
-    tmp.replace(out_dir / PREDICTIONS_FILE)
+    tmp.replace(path)
 
 
-def read_predictions(artifact_dir: str | Path) -> pd.DataFrame | None:
-    path = Path(artifact_dir) / PREDICTIONS_FILE
+def read_predictions(source: str | Path) -> pd.DataFrame | None:
+    """A run folder's own evaluation predictions, or those in a .parquet path; None if absent."""
+    path = Path(source)
+    path = path if path.suffix == ".parquet" else path / PREDICTIONS_FILE
     return pd.read_parquet(path) if path.is_file() else None
 
 
