@@ -77,7 +77,8 @@ SWEEPS_V4 = Table(
 
 
 def add_sweeps(conn: Connection) -> None:
-    """Version 4: sweeps group jobs; a job records its sweep, its point and trial number.
+    """Version 4: sweeps group jobs; a job records its sweep, its point and trial number, and
+    the run whose settings it was launched from (lineage of "run again").
 
     Plain DDL both engines run (SQLite adds a REFERENCES column only with a NULL default,
     which these have).
@@ -88,6 +89,9 @@ def add_sweeps(conn: Connection) -> None:
     )
     conn.execute(text("ALTER TABLE jobs ADD COLUMN trial_params JSON"))
     conn.execute(text("ALTER TABLE jobs ADD COLUMN trial_number INTEGER"))
+    conn.execute(
+        text("ALTER TABLE jobs ADD COLUMN rerun_of_id INTEGER REFERENCES jobs(id) ON DELETE SET NULL")
+    )
 
 
 # MIGRATIONS[i] upgrades version i + 1 to version i + 2. Version 1 is the first schema.

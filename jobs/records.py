@@ -64,6 +64,8 @@ class JobRow(TypedDict):
     model: str
     quant: str
     dataset: str | None  # None once the dataset is deleted
+    dataset_id: int | None
+    eval_dataset_id: int | None  # None: a split of the training data
     knobs: str  # the method's key setting and every changed one, e.g. "r=8"
     progress: float  # 0..1
     epoch: int | None
@@ -79,6 +81,7 @@ class JobRow(TypedDict):
     error: str | None  # what the user reads
     learning_flag: str | None  # set when a run ended without learning
     resumed_from: int | None
+    rerun_of: int | None  # launched from that job's settings ("run again")
     cancel_requested: bool
 
 

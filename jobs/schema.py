@@ -180,6 +180,8 @@ class Job(Base):
     # lineage: a resumed job points at the job it continues and the checkpoint it starts from
     resumed_from_id: Mapped[int | None] = mapped_column(ForeignKey("jobs.id", ondelete="SET NULL"))
     resume_checkpoint: Mapped[str | None] = mapped_column(Text)
+    # a job launched from another run's settings ("run again", "use these settings") points at it
+    rerun_of_id: Mapped[int | None] = mapped_column(ForeignKey("jobs.id", ondelete="SET NULL"))
 
     # a sweep's trial: which sweep, which point (the swept settings) and its Optuna number
     sweep_id: Mapped[int | None] = mapped_column(ForeignKey("sweeps.id", ondelete="SET NULL"))

@@ -76,6 +76,8 @@ def job_row(job: Job, dataset_name: str | None) -> JobRow:
         "model": job.model,
         "quant": job.quant,
         "dataset": dataset_name,
+        "dataset_id": job.dataset_id,
+        "eval_dataset_id": job.eval_dataset_id,
         "knobs": knobs(job.method, (job.config or {}).get("method_config")),
         "progress": job.progress or 0.0,
         "epoch": job.epoch,
@@ -91,6 +93,7 @@ def job_row(job: Job, dataset_name: str | None) -> JobRow:
         "error": job.error,
         "learning_flag": (job.summary or {}).get("learning_flag"),
         "resumed_from": job.resumed_from_id,
+        "rerun_of": job.rerun_of_id,
         "cancel_requested": job.cancel_requested_at is not None,
     }
 

@@ -1,5 +1,5 @@
-"""Job commands of the CLI: submit, jobs, show, cancel, resume, delete, worker; and the
-registered datasets: datasets, delete-dataset.
+"""Job commands of the CLI: submit, jobs, show, cancel, resume, delete, evaluate, worker; and
+the registered datasets: datasets, delete-dataset.
 
 They go through :class:`service.api.Workbench` like the UI does. Results are one JSON
 line on stdout (``jobs``/``show`` print a readable view unless ``--json``); notes and
@@ -49,6 +49,13 @@ def add_job_commands(sub: Any, common: argparse.ArgumentParser) -> None:
         parents=[common],
         help="delete a dataset and its stored copy (not while a job uses it)",
     ).add_argument("dataset", type=int)
+    evaluate = sub.add_parser(
+        "evaluate", parents=[common], help="evaluate a succeeded job on another labelled file (same labels)"
+    )
+    evaluate.add_argument("job", type=int)
+    evaluate.add_argument("--data", required=True, help="the labelled file (CSV, TSV, JSONL/JSON, Parquet)")
+    for column in ("text", "text-pair", "label"):
+        evaluate.add_argument(f"--{column}-column", help=f"the {column} column (default: found by name)")
     worker = sub.add_parser("worker", parents=[common], help="run the job supervisor in the foreground")
     worker.add_argument("--max-concurrent", type=int, help="jobs at once (default: 1 on CPU, one per GPU)")
 
@@ -168,6 +175,8 @@ def _show_lines(job: dict[str, Any]) -> list[str]:
     ]
     if job["resumed_from"]:
         lines.append(f"resumed from: job {job['resumed_from']}")
+    if job.get("rerun_of"):
+        lines.append(f"settings from: job {job['rerun_of']}")
     if job["accuracy"] is not None:
         lines.append(f"accuracy: {job['accuracy']:.4f}  macro-F1: {job['macro_f1']:.4f}")
     if job["error"]:
@@ -234,6 +243,22 @@ def export_job(job_id: int, out: str | None, settings: Settings, include_samples
     return 0
 
 
+def cmd_evaluate(args: argparse.Namespace, settings: Settings) -> int:
+    """``evaluate ID --data F``: the file is registered like an upload, then evaluated; prints
+    the metrics without the per-class details (``show``-like JSON on one line)."""
+    bench = _bench(settings)
+    dataset = bench.register_dataset(
+        args.data,
+        text_column=args.text_column,
+        text_pair_column=args.text_pair_column,
+        label_column=args.label_column,
+    )
+    result = bench.evaluate(args.job, dataset["id"])
+    keep = ("job_id", "dataset_id", "dataset", "rows", "accuracy", "macro_f1", "eval_loss", "warnings")
+    _print_json({k: result[k] for k in keep})
+    return 0
+
+
 def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
     from jobs.supervisor import Supervisor  # deferred: SQLAlchemy loads only for job commands
 
@@ -255,5 +280,6 @@ JOB_COMMANDS: dict[str, Callable[[argparse.Namespace, Settings], int]] = {
     "delete": cmd_delete,
     "datasets": cmd_datasets,
     "delete-dataset": cmd_delete_dataset,
+    "evaluate": cmd_evaluate,
     "worker": cmd_worker,
 }

@@ -11,6 +11,7 @@ from ui import charts, tables
 from ui.endpoints import Endpoints
 from ui.feedback import WARNING, done, problem
 from ui.forms import shown
+from ui.tabs.runs_plots import detail_plots
 
 REFRESH_SECONDS = 2.0
 # A click on a job row selects that job: rows carry their job id (tables.to_html keys).
@@ -25,9 +26,11 @@ LOG_LINES = 60
 
 @dataclass
 class RunsTab:
-    """What other tabs need: the job selected in this browser."""
+    """What other tabs need: the job selected in this browser, and the job whose settings
+    "Run again" asks the Train tab to take."""
 
     selected: gr.State
+    rerun: gr.State
 
 
 def summary(job: dict[str, Any]) -> str:
@@ -46,6 +49,8 @@ def summary(job: dict[str, Any]) -> str:
         parts.append(f"device {job['device']}")
     if job.get("resumed_from"):
         parts.append(f"resumed from #{job['resumed_from']}")
+    if job.get("rerun_of"):
+        parts.append(f"settings from #{job['rerun_of']}")
     speed = tables.throughput_text(job.get("metrics") or {}, job.get("series") or {})
     return f"### #{job['id']} {job['name']}\n{' · '.join(parts)}" + (f"\n\n{speed}" if speed else "")
 
@@ -71,6 +76,12 @@ def search_text(job: dict[str, Any]) -> str:
         f"{len(search['candidates'])} candidates trained on {search['train_rows']} training rows in "
         f"rounds of {search['round_steps']} steps, judged by the loss on {search['holdout_rows']} "
         "held-out training rows (the evaluation set is not used)."
+        + (
+            " No candidate moved that loss within the search's budget, so the largest rate that "
+            "did not diverge was taken."
+            if search.get("inconclusive")
+            else ""
+        )
     )
 
 
@@ -217,65 +228,16 @@ class _Handlers:
         return done(f"Deleted job #{selected} and its files."), None
 
 
-def evaluation_plot(title: str, label: str, x: str, x_title: str, **extra: Any) -> gr.LinePlot:
-    """Accuracy and macro-F1 (0 to 1) against charts.epoch_curves' ``x`` column (epoch or layer)."""
-    return charts.plot(
-        gr.LinePlot,
-        x,
-        "value",
-        title,
-        color="metric",
-        label=label,
-        x_title=x_title,
-        score=True,
-        **extra,
-    )
-
-
-def _action_buttons() -> tuple[gr.Button, gr.Button, gr.Button]:
-    """Cancel, Resume, Delete: disabled until a job whose status allows them is shown."""
+def _action_buttons() -> tuple[gr.Button, gr.Button, gr.Button, gr.Button]:
+    """Cancel, Resume, Delete: disabled until a job whose status allows them is shown; Run
+    again (any job: its settings fill the Train tab)."""
     with gr.Row():
         return (
             gr.Button("Cancel", variant="stop", size="sm", interactive=False),
             gr.Button("Resume", size="sm", interactive=False),
             gr.Button("Delete", size="sm", interactive=False),
+            gr.Button("Run again…", size="sm", elem_id="run-again"),
         )
-
-
-def _detail_plots() -> list[Any]:
-    """The shown job's curves (loss; evaluation by epoch or, for a probe sweep, by layer), its
-    learning-rate search chart and the line under it: in the order ``_Handlers.tick`` fills them."""
-    with gr.Row():
-        # Zero-based y: the plot sizes its axis labels on the first draw only (new data does
-        # not redraw), and from 0 the labels keep one width however the loss moves.
-        loss = charts.plot(
-            gr.LinePlot, "step", "loss", "Training loss", x_title="step", y_title="loss", y_lim=[0, None]
-        )
-        evals = evaluation_plot("Evaluation per epoch", "Evaluation", "epoch", "epoch")
-        layers = evaluation_plot(
-            "Evaluation per layer (probe sweep)",
-            "Evaluation by layer",
-            "layer",
-            "layer (0 = embeddings)",
-            elem_id="run-layers",
-            visible=shown(False),
-        )
-    with gr.Row():
-        search = charts.plot(
-            gr.BarPlot,
-            "lr",
-            "held_out_loss",
-            "Learning-rate search: held-out loss per candidate (lower is better)",
-            color="outcome",
-            label="Learning-rate search",
-            x_title="learning rate",
-            y_title="held-out loss",
-            tooltip=["lr", "held_out_loss", "steps", "outcome"],
-            elem_id="run-lr-search",
-            visible=shown(False),
-        )
-        search_line = gr.Markdown(elem_id="run-lr-search-text")
-    return [loss, evals, layers, search, search_line]
 
 
 def build_runs_tab(endpoints: Endpoints, demo: gr.Blocks) -> RunsTab:
@@ -284,10 +246,10 @@ def build_runs_tab(endpoints: Endpoints, demo: gr.Blocks) -> RunsTab:
     selected, last = gr.State(None), gr.State(None)
     table = gr.HTML(label="Jobs", elem_id="runs-table", js_on_load=SELECT_ROW_JS)
     header = gr.Markdown(elem_id="run-summary")
-    cancel, resume, delete = _action_buttons()
+    cancel, resume, delete, again = _action_buttons()
     action = gr.Markdown()
     error = gr.Markdown(elem_id="run-error")
-    plots = _detail_plots()
+    plots = detail_plots()
     log = gr.Textbox(label="Log (last lines)", lines=10, max_lines=10, autoscroll=True, interactive=False)
 
     private: dict[str, Any] = {"api_visibility": "private"}
@@ -301,4 +263,6 @@ def build_runs_tab(endpoints: Endpoints, demo: gr.Blocks) -> RunsTab:
     cancel.click(h.cancel, [selected], [action], **private)
     resume.click(h.resume, [selected], [action, selected], **private)
     delete.click(h.delete, [selected], [action, selected], **private)
-    return RunsTab(selected=selected)
+    rerun = gr.State(None)
+    again.click(lambda job_id: job_id if job_id else gr.skip(), [selected], [rerun], **private)
+    return RunsTab(selected=selected, rerun=rerun)

@@ -31,9 +31,11 @@ TRIAL_COLUMNS = [
 
 @dataclass
 class SweepsTab:
-    """What other tabs need: the run a click asked to open."""
+    """What other tabs need: the run a click asked to open, and the run whose settings the
+    Train tab should take ("use these settings")."""
 
     opened: gr.State
+    use: gr.State
 
 
 def sweep_choices(endpoints: Endpoints) -> list[tuple[str, int]]:
@@ -117,6 +119,16 @@ class _Handlers:
             return problem(exc, "cancelling the sweep")
         return done(f"Sweep #{detail['id']} is {detail['status']}.")
 
+    def use_best(self, sweep_id: int | None) -> tuple[Any, str]:
+        """The best run's job id, for the Train tab to fill its settings from."""
+        try:
+            detail = self.endpoints.sweep(int(sweep_id or 0))
+            if detail["best_job_id"] is None:
+                return gr.skip(), problem(ValueError("no trial has finished yet"), "using the best settings")
+        except Exception as exc:  # noqa: BLE001
+            return gr.skip(), problem(exc, "using the best settings")
+        return detail["best_job_id"], ""
+
     @staticmethod
     def open_run(evt: gr.SelectData) -> Any:
         """The job id of the clicked point or row."""
@@ -126,7 +138,7 @@ class _Handlers:
 def build_sweeps_tab(endpoints: Endpoints, tab: gr.Tab) -> SweepsTab:
     """Lay out the Sweeps tab and wire its events (call inside ``tab``)."""
     h = _Handlers(endpoints)
-    opened = gr.State(None)
+    opened, use = gr.State(None), gr.State(None)
     with gr.Row(equal_height=True):
         sweep = gr.Dropdown(label="Sweep", choices=[], interactive=True, scale=4, elem_id="sweep-pick")
         refresh = gr.Button("Refresh", size="sm", scale=1)
@@ -135,6 +147,7 @@ def build_sweeps_tab(endpoints: Endpoints, tab: gr.Tab) -> SweepsTab:
     cost = gr.Radio(COST_CHOICES, value="trainable_params", label="Accuracy against", elem_id="sweep-cost")
     chart = gr.HTML(elem_id="sweep-pareto", js_on_load=POINT_CLICK_JS)
     trials = gr.HTML(elem_id="sweep-trials", js_on_load=POINT_CLICK_JS)
+    use_best = gr.Button("Use the best run's settings in the Train tab", size="sm", elem_id="sweep-use")
     message = gr.Markdown()
 
     private: dict[str, Any] = {"api_visibility": "private"}
@@ -148,4 +161,5 @@ def build_sweeps_tab(endpoints: Endpoints, tab: gr.Tab) -> SweepsTab:
     cancel.click(h.cancel, [sweep], [message], **private)
     chart.select(h.open_run, None, [opened], **private)
     trials.select(h.open_run, None, [opened], **private)
-    return SweepsTab(opened=opened)
+    use_best.click(h.use_best, [sweep], [use, message], **private)
+    return SweepsTab(opened=opened, use=use)
