@@ -23,6 +23,8 @@ import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -142,3 +144,47 @@ def forecast_run(
 def fits(peak_mb: float, available_mb: float, margin: float = 0.9) -> bool:
     """Whether a forecast peak leaves room (10% margin: the forecast aims at ±15%)."""
     return peak_mb <= margin * available_mb
+
+
+def sample_token_lengths(
+    path: str, text: str, label: str, pair: str | None, tokenizer: Any, rows: int = 2_000
+) -> list[int]:
+    """Token lengths (special tokens included) of a seeded sample of a stored dataset's rows,
+    with the tokenizer of the model that will train: what the forecast batches."""
+    from backend.data.check import usable_rows
+    from backend.data.mapping import ColumnMapping
+    from backend.data.read import read_table
+    from backend.data.sampling import sample_indices
+
+    usable = usable_rows(read_table(path), ColumnMapping(text, label, pair), Path(path).name)
+    picked = sample_indices(len(usable.texts), rows)
+    texts = [usable.texts[i] for i in picked]
+    pairs = [usable.pairs[i] for i in picked] if usable.pairs is not None else None
+    if not texts:
+        return []
+    encoded = tokenizer(texts, pairs, truncation=False, verbose=False)
+    return [len(ids) for ids in encoded["input_ids"]]
+
+
+def padded_throughput(summary: dict[str, Any]) -> float | None:
+    """Padded training tokens per second from a finished run's summary: its tokens/s count
+    real tokens over the epochs' own seconds (evaluation and the learning-rate search left
+    out), and the padding share turns them into what the model processed."""
+    real, padding = summary.get("tokens_per_second"), summary.get("padding_share")
+    if not real or padding is None or padding >= 1:
+        return None
+    return real / (1 - padding)
+
+
+def memory_advice(shape: ModelShape, batch_size: int, longest: int, method: str, setting: int) -> str:
+    """The setting to change when a run will not fit: whatever holds the most memory
+    (``batch_size``: rows in the largest batch; ``setting``: the Batch size as set)."""
+    activations = memory_mb(shape, batch_size, longest) - memory_mb(shape, batch_size, longest, 0.0)
+    frozen = (shape.total_params - shape.trainable_params) * BYTES.get(shape.quant, 4.0) / 2**20
+    optimizer = shape.trainable_params * 16.0 / 2**20
+    biggest = max(activations, frozen, optimizer)
+    if biggest == activations:
+        return f"lower Batch size (now {setting}) or Max length (its longest batch: {longest} tokens)"
+    if biggest == optimizer and method == "full":
+        return "train fewer weights: LoRA or an adapter instead of full fine-tuning"
+    return "load the base model in 8-bit or 4-bit (Quantization), or pick a smaller model"

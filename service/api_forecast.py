@@ -1,0 +1,240 @@
+"""Forecast before launch: how long a run will take and how much memory it will peak at.
+
+The arithmetic lives in ``backend.forecast``; this part gathers its inputs: the dataset's
+token lengths under the chosen model's tokenizer (a sample, cached), the run plan (epochs,
+training rows), the parameter count, and the throughput of this machine, calibrated from
+finished runs in the database:
+
+1. succeeded runs of the same model and method here: their padded training tokens/s;
+2. else the model FLOPs utilisation (MFU) of finished runs here of that method (else of any
+   method) times this device's peak (measured once) over the FLOPs a token costs;
+3. else a 25% MFU guess, and the text says so.
+
+Memory: the activation coefficient is fitted to the peak memory of finished runs on this
+device; until there is one, ``backend.forecast.ACTIVATION_BYTES``.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import select
+
+from backend.errors import ConfigError
+from backend.training.config import TrainConfig, validate
+from jobs import datasets
+from jobs.schema import SUCCEEDED, Job
+from service.api_state import WorkbenchState
+
+DEFAULT_MFU = 0.25  # a guess until this machine has finished a run: the text says so
+HISTORY = 50  # newest finished runs considered
+
+
+@dataclass
+class _Inputs:
+    cfg: TrainConfig
+    plan: dict[str, Any]
+    lengths: list[int]
+    eval_rows: int
+    counted: dict[str, Any]
+    hidden_size: int
+    num_layers: int
+    embedding: int  # weights in the token embedding table
+
+
+class ForecastApi(WorkbenchState):
+    """``forecast`` (mixed into ``Workbench``)."""
+
+    count_parameters: Any  # from CatalogueApi
+    plan_run: Any
+
+    def forecast(
+        self,
+        dataset_id: int,
+        method: str,
+        method_config: dict[str, Any] | None = None,
+        *,
+        eval_dataset_id: int | None = None,
+        **settings: Any,
+    ) -> dict[str, Any]:
+        """Time (per epoch, evaluation, learning-rate search, total) and peak memory of a run,
+        whether it fits this machine, and one line of text with the setting to change if not."""
+        from backend import forecast as fc
+        from backend.training.lr_search import SEARCH_SHARE
+        from backend.training.runtime import resolve_precision
+
+        got = self._inputs(int(dataset_id), method, method_config, eval_dataset_id, settings)
+        cfg, plan, epochs = got.cfg, got.plan, got.plan["epochs"]
+        device = "cuda" if _cuda() else "cpu"
+        precision = resolve_precision(cfg.precision, device)
+        throughput, source = self._throughput(
+            cfg.model, method, device, precision, got.counted, got.embedding
+        )
+        train = fc.padded_tokens(
+            got.lengths, plan["train_rows"], cfg.batch_size, cfg.max_length, cfg.group_by_length, cfg.seed
+        )
+        evals = fc.eval_padded_tokens(got.lengths, got.eval_rows, cfg.max_length)
+        if method == "probe":  # features: one forward pass over every row; the head is cheap
+            train, evals = train / (fc.EVAL_SPEEDUP * epochs), evals / epochs
+        share = SEARCH_SHARE if cfg.lr == "auto" and method != "probe" else 0.0
+        shape = fc.ModelShape(
+            got.counted["total"], got.counted["trainable"], got.hidden_size, got.num_layers, cfg.quant
+        )
+        longest = min(cfg.max_length, max(got.lengths, default=1))
+        batch = min(cfg.batch_size, max(1, plan["train_rows"]))  # no batch holds more rows than there are
+        peak = fc.memory_mb(shape, batch, longest, self._activation_bytes(device) or fc.ACTIVATION_BYTES)
+        result = fc.forecast_run(train_tokens=train, eval_tokens=evals, epochs=epochs, throughput=throughput,
+                                 source=source, search_share=share, peak_mb=peak)  # fmt: skip
+        available = _available_mb(device)
+        fits = fc.fits(peak, available)
+        advice = "" if fits else fc.memory_advice(shape, batch, longest, method, cfg.batch_size)
+        return {
+            "seconds_per_epoch": result.seconds_per_epoch,
+            "eval_seconds": result.eval_seconds,
+            "search_seconds": result.search_seconds,
+            "total_seconds": result.total_seconds,
+            "epochs": epochs,
+            "peak_mb": peak,
+            "available_mb": available,
+            "device": device,
+            "fits": fits,
+            "advice": advice,
+            "source": source,
+            "text": describe(result, epochs, available, device, advice, bool(cfg.early_stopping_patience)),
+        }
+
+    def _inputs(
+        self, dataset_id: int, method: str, method_config: Any, eval_id: int | None, settings: dict[str, Any]
+    ) -> _Inputs:
+        from backend.catalogue import load_config, model_info
+
+        row = datasets.get(self.db, dataset_id)
+        if row is None:
+            raise ConfigError(f"no dataset {dataset_id}")
+        cfg = TrainConfig(data=row.path, method=method, method_config=dict(method_config or {}), **settings)
+        validate(cfg)
+        plan = self.plan_run(row.id, method, method_config, has_eval_file=bool(eval_id), **settings)
+        with self._lock:
+            info = model_info(cfg.model, self.settings.models_cache)
+            _, config = load_config(cfg.model, self.settings.models_cache)
+        eval_row = datasets.get(self.db, int(eval_id)) if eval_id else None
+        eval_rows = eval_row.rows if eval_row else max(0, row.rows - plan["train_rows"])
+        labels = max(2, len(row.label_counts or {}))
+        counted = self.count_parameters(cfg.model, method, cfg.method_config, num_labels=labels)
+        lengths = self._token_lengths(row, info)
+        embedding = int(getattr(config, "vocab_size", 0) or 0) * info.hidden_size
+        return _Inputs(cfg, plan, lengths, eval_rows, counted, info.hidden_size, info.num_layers, embedding)
+
+    def _token_lengths(self, row: Any, info: Any) -> list[int]:
+        """A sample of the dataset's token lengths under the model's tokenizer (cached)."""
+        from backend.catalogue import load_tokenizer
+        from backend.forecast import sample_token_lengths
+
+        cache: dict[tuple[int, str], list[int]] = self.__dict__.setdefault("_lengths_cache", {})
+        key = (row.id, info.path)
+        if key not in cache:
+            with self._lock:
+                tokenizer = load_tokenizer(info)
+            cache[key] = sample_token_lengths(
+                row.path, row.text_column, row.label_column, row.text_pair_column, tokenizer
+            )
+        return cache[key]
+
+    def _finished(self, device: str) -> list[Job]:
+        with self.db.read() as session:
+            query = select(Job).where(Job.status == SUCCEEDED).order_by(Job.id.desc()).limit(HISTORY)
+            return [j for j in session.scalars(query) if (j.device or "cpu").startswith(device) and j.summary]
+
+    def _throughput(
+        self, model: str, method: str, device: str, precision: str, counted: dict[str, Any], embedding: int
+    ) -> tuple[float, str]:
+        """Padded training tokens per second on this device, and where the figure came from."""
+        from backend.forecast import calibrated_throughput, padded_throughput
+        from backend.training.throughput import measured_peak_flops, train_flops_per_token
+
+        runs = [j for j in self._finished(device) if (j.summary or {}).get("precision", "fp32") == precision]
+        same = [padded_throughput(j.summary or {}) for j in runs if j.model == model and j.method == method]
+        measured = calibrated_throughput([t for t in same if t])
+        if measured:
+            n = sum(1 for t in same if t)
+            return measured, f"from {n} finished {method} run{'s' * (n > 1)} of this model here"
+        mfus = [j.summary["mfu"] for j in runs if j.method == method and (j.summary or {}).get("mfu")]
+        mfus = mfus or [j.summary["mfu"] for j in runs if (j.summary or {}).get("mfu")]
+        mfu = calibrated_throughput(mfus)
+        # Embedding tables are lookups, not FLOPs (half of MiniLM's weights are its vocabulary).
+        flops = train_flops_per_token(max(1, counted["total"] - embedding), counted["trainable"])
+        with self._lock:
+            peak = measured_peak_flops(device, precision)
+        if mfu:
+            return (
+                mfu * peak / flops,
+                f"from the utilisation of {len(mfus)} finished run(s) here (no {method} run of this model)",
+            )
+        return DEFAULT_MFU * peak / flops, "a first guess (no finished run here yet): it improves after one"
+
+    def _activation_bytes(self, device: str) -> float | None:
+        from backend.catalogue import model_info
+        from backend.forecast import ModelShape, fit_activation_bytes
+
+        samples = []
+        for job in self._finished(device)[:10]:
+            s, cfg = job.summary or {}, job.config or {}
+            if not (s.get("peak_rss_mb") and s.get("trainable_params") and s.get("total_params")):
+                continue
+            try:
+                info = model_info(job.model, self.settings.models_cache)
+            except Exception:  # noqa: BLE001 - a hub model not cached any more: skip it
+                continue
+            shape = ModelShape(
+                s["total_params"],
+                s["trainable_params"],
+                info.hidden_size,
+                info.num_layers,
+                job.quant or "none",
+            )
+            samples.append((shape, cfg.get("batch_size", 32), cfg.get("max_length", 128), s["peak_rss_mb"]))
+        return fit_activation_bytes(samples)
+
+
+def describe(result: Any, epochs: int, available_mb: float, device: str, advice: str, stops: bool) -> str:
+    """One Markdown line: total time and its parts, peak memory against what there is."""
+    parts = [f"{_duration(result.seconds_per_epoch)} per epoch × {epochs}"]
+    if result.eval_seconds >= 1:
+        parts.append(f"evaluation {_duration(result.eval_seconds)} per epoch")
+    if result.search_seconds:
+        parts.append(f"learning-rate search {_duration(result.search_seconds)}")
+    memory = "GPU memory" if device == "cuda" else "RAM"
+    line = (
+        f"**Forecast:** {'at most ' if stops else ''}about {_duration(result.total_seconds)} "
+        f"({', '.join(parts)}{'; early stopping may end it sooner' if stops else ''}) · peak memory about "
+        f"{result.peak_mb / 1024:.1f} GB of {available_mb / 1024:.0f} GB {memory} · {result.source}"
+    )
+    if advice:
+        line += f"\n\n⚠ **May not fit:** the forecast peak is above 90% of the {memory}; {advice}."
+    return line
+
+
+def _duration(seconds: float) -> str:
+    seconds = round(seconds)
+    if seconds < 60:
+        return f"{seconds} s"
+    minutes, seconds = divmod(seconds, 60)
+    return f"{minutes} min {seconds:02d} s" if minutes < 60 else f"{minutes // 60} h {minutes % 60:02d} min"
+
+
+def _cuda() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+def _available_mb(device: str) -> float:
+    """GPU memory of device 0, else the machine's RAM."""
+    if device == "cuda":
+        import torch
+
+        return torch.cuda.get_device_properties(0).total_memory / 2**20
+    pages, size = os.sysconf("SC_PHYS_PAGES"), os.sysconf("SC_PAGE_SIZE")
+    return pages * size / 2**20
