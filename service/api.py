@@ -26,6 +26,8 @@ from service.api_analysis import AnalysisApi
 from service.api_artifacts import ArtifactsApi
 from service.api_catalogue import CatalogueApi
 from service.api_datasets import DatasetsApi
+from service.api_forecast import ForecastApi
+from service.api_report import ReportApi
 from service.api_sweeps import SweepsApi
 from service.records import (
     JobDetail,
@@ -57,17 +59,23 @@ def feature_cache_keys(summary: dict[str, Any] | None) -> set[str]:
     return {k for k in keys if isinstance(k, str) and CACHE_KEY.fullmatch(k)}
 
 
-class Workbench(DatasetsApi, CatalogueApi, ArtifactsApi, SweepsApi, AnalysisApi):
+class Workbench(DatasetsApi, CatalogueApi, ArtifactsApi, SweepsApi, AnalysisApi, ReportApi, ForecastApi):
     """Everything the app can do, for one data folder and database.
 
-    Datasets (``api_datasets``), the catalogue (``api_catalogue``) and trained models
-    (``api_artifacts``) are its parts; the jobs live here.
+    Datasets (``api_datasets``), the catalogue (``api_catalogue``), trained models
+    (``api_artifacts``) and shareable reports (``api_report``) are its parts; the jobs live here.
     """
 
     # ------------------------------------------------------------ jobs
 
-    def submit(self, config: TrainConfig | dict[str, Any], *, name: str | None = None) -> int:
-        """Validate, store the data files and queue a job; returns its id."""
+    def submit(
+        self, config: TrainConfig | dict[str, Any], *, name: str | None = None, rerun_of: int | None = None
+    ) -> int:
+        """Validate, store the data files and queue a job; returns its id. ``rerun_of``: the
+        job whose settings this one was launched from (its lineage)."""
+        if rerun_of is not None:
+            with self.db.read() as session:
+                self._job(session, int(rerun_of))  # "no job N" now, not a dangling link
         cfg, train_ds, eval_ds = self._prepare(config)
         job_name = name or views.default_job_name(cfg.method, cfg.method_config, train_ds["name"])
         return self._queue(
@@ -80,6 +88,7 @@ class Workbench(DatasetsApi, CatalogueApi, ArtifactsApi, SweepsApi, AnalysisApi)
                 config=cfg.to_dict(),
                 dataset_id=train_ds["id"],
                 eval_dataset_id=eval_ds["id"] if eval_ds else None,
+                rerun_of_id=rerun_of,
             )
         )
 
@@ -196,6 +205,7 @@ class Workbench(DatasetsApi, CatalogueApi, ArtifactsApi, SweepsApi, AnalysisApi)
             folder, cache_keys = job.artifact_dir, feature_cache_keys(job.summary)
             session.execute(delete(Metric).where(Metric.job_id == job_id))
             session.execute(update(Job).where(Job.resumed_from_id == job_id).values(resumed_from_id=None))
+            session.execute(update(Job).where(Job.rerun_of_id == job_id).values(rerun_of_id=None))
             session.delete(job)
             session.flush()
             if cache_keys:

@@ -13,10 +13,11 @@ from typing import Any
 import gradio as gr
 
 from service.api import Workbench
-from ui import endpoints as api_endpoints
+from ui import registry as api_endpoints
 from ui.endpoints import Endpoints
 from ui.tabs.compare import build_compare_tab
 from ui.tabs.data import build_data_tab
+from ui.tabs.errors import build_errors_tab
 from ui.tabs.export import build_export_tab
 from ui.tabs.probing import build_probing_tab
 from ui.tabs.runs import build_runs_tab
@@ -52,6 +53,10 @@ CSS = """
 #runs-table tbody tr[data-key] { cursor: pointer; }
 #runs-table tbody tr[data-key]:hover { background: var(--background-fill-secondary); }
 .wb-table tbody tr.wb-selected td { background: var(--color-accent-soft); }
+td[data-cell] { cursor: pointer; }
+td.wb-right { background: rgba(22, 163, 74, 0.12); }
+td.wb-wrong { background: rgba(220, 38, 38, 0.14); }
+td.wb-selected { outline: 2px solid var(--color-accent); outline-offset: -2px; }
 """
 
 
@@ -67,7 +72,7 @@ def build(api: Workbench) -> gr.Blocks:
         with gr.Tabs() as tabs:
             with gr.Tab("Data"):
                 data = build_data_tab(endpoints, demo)
-            with gr.Tab("Train"):
+            with gr.Tab("Train", id="train"):
                 train = build_train_tab(endpoints, demo, data.selected, data.eval_selected)
             with gr.Tab("Runs", id="runs"):
                 runs = build_runs_tab(endpoints, demo)
@@ -77,10 +82,14 @@ def build(api: Workbench) -> gr.Blocks:
                 build_probing_tab(endpoints, probing_tab)
             with gr.Tab("Compare") as compare_tab:
                 build_compare_tab(endpoints, compare_tab)
+            with gr.Tab("Error analysis") as errors_tab:
+                build_errors_tab(endpoints, errors_tab)
             with gr.Tab("Export") as export_tab:
                 build_export_tab(endpoints, export_tab)
         _wire_across_tabs(train.launched, runs.selected)
         _open_runs_from(sweeps.opened, runs.selected, tabs)
+        _open_runs_from(sweeps.use, train.use, tabs, tab="train")
+        _open_runs_from(runs.rerun, train.use, tabs, tab="train")
     return demo
 
 
@@ -93,13 +102,14 @@ def _wire_across_tabs(launched: gr.State, selected_job: gr.State) -> None:
     launched.change(follow, [launched], [selected_job], api_visibility="private")
 
 
-def _open_runs_from(opened: gr.State, selected_job: gr.State, tabs: gr.Tabs) -> None:
-    """A run clicked on the Sweeps tab opens on the Runs tab."""
+def _open_runs_from(opened: gr.State, selected_job: gr.State, tabs: gr.Tabs, tab: str = "runs") -> None:
+    """A run clicked on the Sweeps tab opens on the Runs tab (or, for "use these settings",
+    its settings on the Train tab)."""
 
     def open_run(job_id: Any) -> tuple[Any, Any, Any]:
         if job_id is None:
             return gr.skip(), gr.skip(), gr.skip()
         # Cleared again, so that clicking the same point later opens it again.
-        return job_id, gr.Tabs(selected="runs"), None
+        return job_id, gr.Tabs(selected=tab), None
 
     opened.change(open_run, [opened], [selected_job, tabs, opened], api_visibility="private")

@@ -1,7 +1,7 @@
 """The app's public API for scripts: plain, typed functions over the Workbench.
 
 Each method is registered with ``gr.api`` under a fixed name (/upload_dataset, /launch,
-/jobs, /job, /cancel, /compare, /export, plus /datasets and /delete_dataset), so
+/jobs, /job, /cancel, /compare, /export, /report, plus /datasets and /delete_dataset), so
 gradio_client callers get keyword arguments with JSON types and a readable error instead
 of component plumbing; results are the records of ``service.records`` (plain dicts). The
 tabs call the same methods, so what a script gets is what the page shows. Methods raise
@@ -16,14 +16,12 @@ tracebacks, pids or server paths (unless --admin-details; see ui.callers, ui.exp
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable
 from typing import Any, TypeVar
 
 import gradio as gr
 from gradio import FileData
 
-from backend.errors import ConfigError, WorkbenchError
+from backend.errors import ConfigError
 from service.access import check_model_name
 from service.api import Workbench
 from service.records import (
@@ -37,8 +35,10 @@ from service.records import (
     PublicDataset,
     RunSummary,
 )
+from ui.analysis_endpoints import AnalysisEndpoints
 from ui.callers import as_id, caller_is_local, str_keys
 from ui.exposure import redact
+from ui.report_endpoints import ReportEndpoints
 from ui.sweep_endpoints import SweepEndpoints
 from ui.uploads import discard_upload, public_dataset, uploaded_file
 
@@ -47,7 +47,7 @@ T = TypeVar("T")
 QUANT_ALIASES = {"none": "none", "8bit": "8bit", "8-bit": "8bit", "4bit": "4bit", "4-bit": "4bit"}
 
 
-class Endpoints(SweepEndpoints):
+class Endpoints(SweepEndpoints, AnalysisEndpoints, ReportEndpoints):
     """What the UI and scripts can ask for, in plain JSON types."""
 
     def __init__(self, api: Workbench) -> None:
@@ -141,11 +141,13 @@ class Endpoints(SweepEndpoints):
         name: str | None = None,
         precision: str | None = None,
         group_by_length: bool | None = None,
+        rerun_of: int | None = None,
     ) -> RunSummary:
         """Queue a training job. ``method`` is a label ("LoRA") or key ("lora");
         ``method_settings`` the method's own settings (e.g. {"rank": 8}); anything
         left out uses the method's default. ``epochs`` and ``lr`` are "auto" when left
         out (sized from the data; picked by a search on the training data); a number wins.
+        ``rerun_of``: the job whose settings these are (recorded as the new job's lineage).
         Returns {id, name, method, status}.
         """
         spec = self.method(method)
@@ -166,6 +168,7 @@ class Endpoints(SweepEndpoints):
                 {"precision": precision, "group_by_length": group_by_length},
             ),
             name=(name or "").strip() or None,
+            rerun_of=as_id(rerun_of, "rerun_of") if rerun_of is not None else None,
         )
         job = self.api.get_job(job_id, log_tail=0)
         return {"id": job_id, "name": job["name"], "method": spec["key"], "status": job["status"]}
@@ -237,55 +240,3 @@ class Endpoints(SweepEndpoints):
         base model by hub id and holds no server path; ``include_samples`` adds up to 64
         evaluation texts with their predictions (left out by default)."""
         return FileData(path=str(self.api.export(int(job_id), include_samples=bool(include_samples))))
-
-
-def _as_api_error(fn: Callable[..., Any], endpoints: Endpoints) -> Callable[..., Any]:
-    """API callers get the backend's message as a gr.Error (an AppError in gradio_client);
-    callers from other machines get it with server paths cut to file names."""
-
-    @functools.wraps(fn)
-    def call(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except WorkbenchError as exc:
-            raise gr.Error(endpoints.shown(str(exc)), print_exception=False) from None
-
-    return call
-
-
-PUBLIC = (
-    "upload_dataset",
-    "datasets",
-    "delete_dataset",
-    "launch",
-    "jobs",
-    "job",
-    "cancel",
-    "compare",
-    "export",
-    "launch_sweep",
-    "sweeps",
-    "sweep",
-    "cancel_sweep",
-)
-
-
-# Endpoints that read or write whole files (parse and validate a dataset, build a zip). They
-# share two slots: run 50 at once and their CPU work starves the server's event loop, so
-# callers time out before their request is even queued (bench/faults.py: 13 of 50 parallel
-# /launch calls got ReadTimeout though their jobs were recorded). Queued, each gets its answer.
-HEAVY = ("upload_dataset", "launch", "launch_sweep", "export", "compare")
-HEAVY_SLOTS = 2
-
-
-def register(endpoints: Endpoints) -> None:
-    """Publish the endpoints (call inside the Blocks context)."""
-    for name in PUBLIC:
-        # Reads are cheap and may run side by side; the Workbench locks what must not (model
-        # loading).
-        limit = {"concurrency_limit": HEAVY_SLOTS, "concurrency_id": "heavy"} if name in HEAVY else {}
-        gr.api(
-            _as_api_error(getattr(endpoints, name), endpoints),
-            api_name=name,
-            **({"concurrency_limit": None} | limit),
-        )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import itertools
 import json
 import zipfile
@@ -15,7 +16,9 @@ import pytest
 from backend.errors import ConfigError
 from jobs.supervisor import Supervisor
 from service.api import Workbench
+from tests.conftest import sentiment_rows, write_csv
 from tests.jobs.conftest import kill_workers, make_settings, quick_job, wait_status
+from tests.jobs.test_cli import app
 
 
 @pytest.fixture(scope="module")
@@ -127,6 +130,126 @@ def test_export_and_predict(finished: dict[str, Any]) -> None:
         assert [p["probability"] for p in answers] == pytest.approx(
             [max(p) for p in check["probs"]], abs=1e-5
         )
+
+
+def test_error_analysis_agrees_with_the_recorded_metrics(finished: dict[str, Any], tmp_path: Path) -> None:
+    """The per-example table, its filters, sort and CSV, checked against the accuracy and the
+    confusion matrix the run recorded while training (another code path)."""
+    bench, job_id = finished["bench"], finished["ids"][0]
+    job = bench.get_job(job_id)
+    everything = bench.predictions(job_id, sort="row")
+    rows, total = everything["rows"], everything["total"]
+    assert total == len(rows) == sum(job["evaluation"]["per_class"][n]["support"] for n in ("neg", "pos"))
+    assert sum(r["correct"] for r in rows) / total == pytest.approx(job["accuracy"])
+    names = job["evaluation"]["labels"]
+    for i, true in enumerate(names):
+        for j, predicted in enumerate(names):
+            cell = bench.predictions(job_id, true_label=true, predicted_label=predicted)
+            assert cell["matching"] == job["evaluation"]["confusion_matrix"][i][j], (true, predicted)
+            assert all((r["true"], r["predicted"]) == (true, predicted) for r in cell["rows"])
+    wrong = bench.predictions(job_id, wrong_only=True)
+    assert wrong["matching"] == sum(not r["correct"] for r in rows)
+    assert not any(r["correct"] for r in wrong["rows"])
+    ranked = [r["confidence"] for r in bench.predictions(job_id)["rows"]]
+    assert ranked == sorted(ranked, reverse=True)
+    ascending = [r["confidence"] for r in bench.predictions(job_id, sort="confidence_asc")["rows"]]
+    assert ascending == sorted(ascending)
+    with pytest.raises(ConfigError, match="sort must be one of"):
+        bench.predictions(job_id, sort="random")
+    table = list(csv.DictReader(bench.predictions_csv(job_id, sort="row").open()))
+    assert [int(r["row"]) for r in table] == [r["row"] for r in rows]
+    assert [r["predicted"] for r in table] == [r["predicted"] for r in rows]
+
+
+def test_disagreements_and_calibration(finished: dict[str, Any]) -> None:
+    bench, (lora, _, probe) = finished["bench"], finished["ids"]
+    a, b = (bench.predictions(i, sort="row")["rows"] for i in (lora, probe))
+    differ = [x["row"] for x, y in zip(a, b, strict=True) if x["predicted"] != y["predicted"]]
+    result = bench.disagreements(lora, probe)
+    assert result["disagree"] == len(differ) and [r["row"] for r in result["rows"]] == differ
+    assert result["total"] == len(a)
+    # Expected calibration error by brute force: ten equal-width bins, weighted by their rows.
+    calib = bench.calibration(probe)
+    assert sum(b["rows"] for b in calib["bins"]) == len(b)
+    ece = 0.0
+    for k in range(10):
+        inside = [
+            r for r in b if k / 10 < r["confidence"] <= (k + 1) / 10 or (k == 0 and r["confidence"] == 0)
+        ]
+        if inside:
+            gap = sum(r["correct"] for r in inside) / len(inside) - sum(
+                r["confidence"] for r in inside
+            ) / len(inside)
+            ece += len(inside) / len(b) * abs(gap)
+    assert calib["ece"] == pytest.approx(ece)
+
+
+def test_evaluate_on_another_dataset(finished: dict[str, Any], tmp_path: Path) -> None:
+    """Other column names, same labels: scored, stored, shown, not exported; unknown labels
+    are refused and nothing is written."""
+    bench, job_id = finished["bench"], finished["ids"][2]
+    other = tmp_path / "reviews.csv"
+    with other.open("w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["sentiment", "review"])
+        w.writerows((label, text) for text, label in sentiment_rows(20, seed=5))
+    dataset = bench.register_dataset(other, text_column="review", label_column="sentiment")
+    result = bench.evaluate(job_id, dataset["id"])
+    texts = [text for text, _ in sentiment_rows(20, seed=5)]
+    truth = [label for _, label in sentiment_rows(20, seed=5)]
+    answers = [p["label"] for p in bench.predict([job_id], texts)[0]["predictions"]]
+    assert result["rows"] == 20
+    assert result["accuracy"] == pytest.approx(sum(a == t for a, t in zip(answers, truth, strict=True)) / 20)
+    assert [e["dataset_id"] for e in bench.evaluations(job_id)] == [dataset["id"]]
+    shown = bench.predictions(job_id, dataset_id=dataset["id"], sort="row")
+    assert shown["total"] == 20 and [r["predicted"] for r in shown["rows"]] == answers
+    assert not any(n.startswith("evaluations") for n in zipfile.ZipFile(bench.export(job_id)).namelist())
+    odd = tmp_path / "odd.csv"
+    write_csv(odd, [*sentiment_rows(6), ("the plot was fine", "meh"), ("the cast was fine", "meh")])
+    odd_id = bench.register_dataset(odd)["id"]
+    with pytest.raises(ConfigError, match="label\\(s\\) meh that the run was not trained on"):
+        bench.evaluate(job_id, odd_id)
+    assert [e["dataset_id"] for e in bench.evaluations(job_id)] == [dataset["id"]]
+    with pytest.raises(ConfigError, match="has not been evaluated on dataset"):
+        bench.predictions(job_id, dataset_id=odd_id)
+    # The CLI: the file registered like an upload (the same dataset row), the same figures.
+    done = app(finished["settings"], "evaluate", str(job_id), "--data", str(other),
+               "--text-column", "review", "--label-column", "sentiment")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    line = json.loads(done.stdout.strip().splitlines()[-1])
+    assert (line["dataset_id"], line["rows"]) == (dataset["id"], 20)
+    assert line["accuracy"] == pytest.approx(result["accuracy"])
+
+
+def test_the_forecast_is_calibrated_by_finished_runs(finished: dict[str, Any]) -> None:
+    """Forecast the settings of runs that finished here: the throughput and peak memory now
+    come from this machine's own two LoRA runs (same data, batch and length), so the epoch
+    time must land between theirs. (At this size a first epoch's one-off warm-up of a second
+    or two dominates; bench/forecast.py measures the forecast on real sizes.)"""
+    bench = finished["bench"]
+    lora = [bench.get_job(finished["ids"][i]) for i in (0, 1)]
+    cfg = lora[1]["config"]
+    settings = {k: cfg[k] for k in ("epochs", "lr", "batch_size", "max_length", "model", "seed")}
+    fc = bench.forecast(lora[1]["dataset_id"], "lora", cfg["method_config"], **settings)
+    assert "from 2 finished lora runs of this model here" in fc["text"]
+    epochs = [job["metrics"]["epoch_seconds"][0] for job in lora]
+    assert 0.75 * min(epochs) <= fc["seconds_per_epoch"] <= 1.25 * max(epochs), (fc, epochs)
+    peaks = [job["metrics"]["peak_rss_mb"] for job in lora]
+    assert 0.75 * min(peaks) <= fc["peak_mb"] <= 1.25 * max(peaks), (fc, peaks)
+
+
+def test_a_rerun_records_the_run_its_settings_came_from(finished: dict[str, Any]) -> None:
+    bench, origin = finished["bench"], finished["ids"][0]
+    config = bench.get_job(origin)["config"]
+    rerun = bench.submit(config, rerun_of=origin)  # queued; no supervisor runs it here
+    assert bench.get_job(rerun)["rerun_of"] == origin
+    assert bench.get_job(rerun)["config"]["method_config"] == config["method_config"]
+    with pytest.raises(ConfigError, match="no job 999"):
+        bench.submit(config, rerun_of=999)
+    second = bench.submit(config, rerun_of=rerun)
+    bench.delete(rerun)  # the link goes, the job that came from it stays
+    assert bench.get_job(second)["rerun_of"] is None
+    bench.delete(second)
 
 
 def test_delete_removes_rows_and_artifacts(finished: dict[str, Any]) -> None:

@@ -269,3 +269,95 @@ def _download(page: Any, job_id: int, tmp_path: Path, artifacts: Path) -> Path:
     expect(page.get_by_text(f"job-{job_id}-merged.zip")).to_be_visible()
     shot(page, artifacts, "08-export")
     return target
+
+
+def test_a_grid_sweep_shows_its_front_opens_runs_and_fills_the_train_tab(
+    page: Any, server: Server, tiny_csv: Path, artifacts: Path, tmp_path: Path
+) -> None:
+    """Sweep beside Launch: a LoRA rank grid queued from the Train tab, its trials and Pareto
+    points on the Sweeps tab, a point opening its run, and "use the best run's settings"
+    putting that run's method and numbers back into a Train tab that shows something else."""
+    from playwright.sync_api import expect
+
+    _upload(page, tiny_csv, artifacts)
+    page.get_by_role("tab", name="Train").click()
+    _type_common(page, epochs="2", lr="0.003")
+    page.get_by_text("Sweep: try several settings of this method").click()
+    page.locator("#sweep-axis1").get_by_role("textbox").fill("rank=1,8")
+    page.locator("#sweep-launch").click()
+    message = page.locator("#sweep-message")
+    expect(message).to_contain_text("Queued sweep")
+    sweep_id = int(re.search(r"#(\d+)", message.inner_text()).group(1))
+    # Change the form, so that filling it back later is visible.
+    page.get_by_role("radio", name="Prompt tuning").check()
+    page.get_by_label("Learning rate: auto").check()
+
+    page.get_by_role("tab", name="Sweeps").click()
+    summary = page.locator("#sweep-summary")
+    expect(summary).to_contain_text("2/2 trials ended", timeout=2 * JOB_TIMEOUT_MS)
+    detail = server.workbench().get_sweep(sweep_id)
+    best = detail["best_job_id"]
+    expect(summary).to_contain_text(f"Best run: #{best}")
+    expect(page.locator("#sweep-pareto circle[data-key]")).to_have_count(2)
+    for rank in (1, 8):
+        expect(page.locator("#sweep-trials")).to_contain_text(f"rank={rank}")
+    shot(page, artifacts, "09-sweep")
+
+    other = next(t["job_id"] for t in detail["trials"] if t["job_id"] != best)
+    page.locator(f"#sweep-pareto circle[data-key='{other}']").click()
+    expect(page.get_by_role("heading", name=re.compile(rf"#{other} lora"))).to_be_visible()
+
+    page.get_by_role("tab", name="Sweeps").click()
+    page.locator("#sweep-use").click()
+    expect(page.locator("#launch-message")).to_contain_text(f"Settings of run #{best} filled in")
+    best_rank = next(t["params"]["rank"] for t in detail["trials"] if t["job_id"] == best)
+    expect(page.get_by_role("radio", name="LoRA", exact=True)).to_be_checked()
+    expect(page.get_by_role("slider", name="LoRA rank")).to_have_value(str(best_rank))
+    expect(page.get_by_label("Learning rate: auto")).not_to_be_checked()
+    expect(page.get_by_role("spinbutton", name="Learning rate")).to_have_value("0.003")
+    expect(page.get_by_role("spinbutton", name="Epochs")).to_have_value("2")
+    shot(page, artifacts, "10-use-settings")
+    rerun = _launch(page)  # launched from the filled form: its lineage names the best run
+    assert server.workbench().get_job(rerun)["rerun_of"] == best
+    server.workbench().cancel(rerun)
+    _error_analysis(page, tmp_path, artifacts)
+
+
+def _error_analysis(page: Any, tmp_path: Path, artifacts: Path) -> None:
+    """A confusion-matrix cell filters the examples to its pair; the CSV holds exactly those."""
+    from playwright.sync_api import expect
+
+    page.get_by_role("tab", name="Error analysis").click()
+    expect(page.locator("#errors-summary")).to_contain_text("examples · accuracy")
+    cells = page.locator("#errors-confusion td[data-cell]")
+    expect(cells).to_have_count(4)
+    # The fullest cell, so that the filter and the CSV have rows to check.
+    counts = [int(text) for text in cells.all_inner_texts()]
+    cell = cells.nth(counts.index(max(counts)))
+    true, predicted = cell.get_attribute("data-cell").split("\t")
+    count = max(counts)
+    cell.click()
+    expect(page.get_by_label("True label")).to_have_value(true)
+    expect(page.get_by_label("Predicted label")).to_have_value(predicted)
+    expect(page.locator("#errors-table")).to_contain_text(f"{count:,} of ")
+    expect(page.locator("#errors-reliability svg")).to_be_visible()
+    shot(page, artifacts, "11-errors")
+    button = page.locator("#errors-csv")
+    expect(button).to_be_enabled()
+    with page.expect_download() as download:
+        button.click()
+    target = tmp_path / download.value.suggested_filename
+    download.value.save_as(target)
+    rows = list(csv.DictReader(target.open()))
+    assert count > 0 and len(rows) == count
+    assert all((r["true"], r["predicted"]) == (true, predicted) for r in rows)
+
+
+def _type_common(page: Any, *, epochs: str, lr: str) -> None:
+    """Untick the "auto" boxes and type short-run settings."""
+    page.get_by_label("Epochs: auto").uncheck()
+    page.get_by_label("Learning rate: auto").uncheck()
+    typed = (("Epochs", epochs), ("Learning rate", lr), ("Batch size", "16"), ("Max length", "32"))
+    for label, value in typed:
+        page.get_by_role("spinbutton", name=label).fill(value)
+        page.get_by_role("spinbutton", name=label).press("Enter")

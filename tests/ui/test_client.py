@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from tests.ui.conftest import Server, start_server, stop_server, wait_finished
+from tests.jobs.conftest import wait_for
+from tests.ui.conftest import JOB_TIMEOUT, Server, start_server, stop_server, wait_finished
 from tests.unit.service.test_cli import cli
 
 QUICK = {"epochs": 1, "max_length": 32, "batch_size": 16}
@@ -318,3 +319,54 @@ def test_with_auth_the_api_needs_the_password(tmp_path: Path) -> None:
         assert Client(locked.url, auth=("ann", "s3cret"), verbose=False).predict(api_name="/jobs") == []
     finally:
         stop_server(locked, kill_jobs=False)
+
+
+def test_a_sweep_through_the_api_runs_its_grid_and_flags_its_front(
+    client: Any, two_runs: dict[str, Any]
+) -> None:
+    """/launch_sweep, /sweeps and /sweep from a script: a 2-point rank grid runs both points
+    and reports each with its costs; a lone front point must dominate nothing it should not."""
+    started = client.predict(
+        dataset_id=two_runs["dataset"]["id"],
+        method="lora",
+        grid=["rank=1,16"],
+        lr=3e-3,
+        api_name="/launch_sweep",
+        **QUICK,
+    )
+    sweep_id = started["sweep_id"]
+    assert sweep_id in [s["id"] for s in client.predict(api_name="/sweeps")]
+
+    def ended() -> dict[str, Any] | None:
+        detail = client.predict(sweep_id=sweep_id, api_name="/sweep")
+        return detail if detail["status"] != "running" else None
+
+    detail = wait_for(ended, 2 * JOB_TIMEOUT, f"sweep {sweep_id}")
+    trials = detail["trials"]
+    assert [t["params"] for t in trials] == [{"rank": 1}, {"rank": 16}]
+    assert [t["status"] for t in trials] == ["succeeded", "succeeded"]
+    small, big = trials
+    assert small["trainable_params"] < big["trainable_params"]
+    assert small["adapter_bytes"] < big["adapter_bytes"]
+    # With two points, the cheaper one is always on the trainable-parameter front; the bigger
+    # one only if it is strictly more accurate.
+    assert small["pareto_by"]["trainable_params"] is True
+    assert big["pareto_by"]["trainable_params"] == (big["accuracy"] > small["accuracy"])
+    best = max(trials, key=lambda t: (t["accuracy"], -t["trainable_params"]))
+    assert detail["best_job_id"] == best["job_id"]
+
+
+def test_report_is_one_html_file_of_the_compared_runs(
+    server: Server, client: Any, two_runs: dict[str, Any]
+) -> None:
+    """/report: a self-contained HTML file naming both runs; a caller from another machine
+    gets its own copy without the server's paths."""
+    from gradio_client import Client
+
+    ids = [two_runs["lora"]["id"], two_runs["probe"]["id"]]
+    local = Path(client.predict(job_ids=ids, api_name="/report"))
+    page = local.read_text(encoding="utf-8")
+    assert local.suffix == ".html" and all(f"#{i} " in page for i in ids) and "<svg" in page
+    remote = Client(server.url, verbose=False, headers={"X-Forwarded-For": "203.0.113.9"})
+    shared = Path(remote.predict(job_ids=ids, api_name="/report")).read_text(encoding="utf-8")
+    assert all(f"#{i} " in shared for i in ids) and str(server.settings.data_dir) not in shared

@@ -23,16 +23,17 @@ from ui.tabs.train_common import (
     lr_value,
     run_settings,
 )
+from ui.tabs.train_reuse import HOLD_OUT, filled_values
 from ui.tabs.train_sweep import SweepHandlers, build_sweep_forms, wire_sweeps
-
-HOLD_OUT = ("Hold out 10% of the training data", 0)
 
 
 @dataclass
 class TrainTab:
-    """What other tabs need: the id of the job this browser queued last."""
+    """What other tabs need: the id of the job this browser queued last, and where to put a
+    job id whose settings the form should take ("use these settings")."""
 
     launched: gr.State
+    use: gr.State
 
 
 class _Handlers:
@@ -42,11 +43,30 @@ class _Handlers:
         self.endpoints = endpoints
         self.forms = forms
 
-    def method_changed(self, label: str) -> list[Any]:
-        """Show the method's controls, description and defaults."""
+    def method_changed(self, label: str, keep: dict[str, Any] | None) -> list[Any]:
+        """Show the method's controls, description and defaults (``keep``: the epochs and lr
+        a "use these settings" fill just set for this method, left as they are)."""
         m = self.endpoints.method(label)
         text = f"*{m['description']}* (library: {m['library']})"
-        return [*self.forms.visibility(m["key"]), text, m["default_epochs"], m["default_lr"]]
+        if keep and keep["method"] == m["key"]:
+            kept = [gr.skip() if keep[k] is None else keep[k] for k in ("epochs", "lr")]
+            return [*self.forms.visibility(m["key"]), text, *kept, None]
+        return [*self.forms.visibility(m["key"]), text, m["default_epochs"], m["default_lr"], gr.skip()]
+
+    def use_run(self, job_id: int | None, label: str) -> list[Any]:
+        """Every control set from job ``job_id``'s settings; the request is then cleared."""
+        # use, origin, keep, dataset, eval dataset, method, the settings, the message
+        outputs = 7 + COMMON_SETTINGS + len(self.forms.controls)
+        if job_id is None:
+            return [gr.skip()] * outputs
+        try:
+            keep, values = filled_values(self.endpoints, self.forms, int(job_id))
+        except Exception as exc:  # noqa: BLE001 - e.g. the run was deleted meanwhile
+            return [gr.skip()] * (outputs - 1) + [problem(exc, "reading the run's settings")]
+        if values[2] == label:
+            keep = None  # the method stays: its change handler will not run to take ``keep``
+        note = done(f"Settings of run **#{job_id}** filled in: launch it again or change what you like.")
+        return [None, int(job_id), keep, *values, note]
 
     def parameters(self, model: str, label: str, dataset_id: int | None, *values: Any) -> str:
         """The live "Trainable parameters: N (x.xx% of M)" line."""
@@ -64,35 +84,51 @@ class _Handlers:
         return f"**{counted['text']}**"
 
     def launch(
-        self, dataset_id: int | None, eval_id: int | None, name: str, label: str, *values: Any
+        self,
+        origin: int | None,
+        dataset_id: int | None,
+        eval_id: int | None,
+        name: str,
+        label: str,
+        *values: Any,
     ) -> tuple[str, Any]:
-        """Queue one job with the form's settings (``values``: common settings, then controls)."""
+        """Queue one job with the form's settings (``values``: common settings, then controls);
+        ``origin``: the run whose settings were filled in, recorded as the job's lineage."""
         try:
             key = self.endpoints.method(label)["key"]
-            job = self._queue(dataset_id, eval_id, key, values, name=name)
+            job = self._queue(dataset_id, eval_id, key, values, name=name, rerun_of=origin)
         except Exception as exc:  # noqa: BLE001
             return problem(exc, "queueing the job"), gr.skip()
         return done(f"Queued job **#{job['id']}** ({job['name']}). Follow it on the Runs tab."), job["id"]
 
     def plan(self, dataset_id: int | None, eval_id: int | None, label: str, *values: Any) -> str:
-        """The epochs, steps and learning rate a launch would use, shown before launch."""
+        """The epochs, steps and learning rate a launch would use, and the forecast of its time
+        and peak memory (with the setting to change when it may not fit), before launch."""
         if not dataset_id:
             return "*Choose the training data to see how long the run will train.*"
         try:
             key = self.endpoints.method(label)["key"]
             _, epochs_auto, epochs, lr_auto, lr, batch = values[:6]
+            config = self.forms.method_config(key, values[COMMON_SETTINGS:])
+            settings = {
+                "epochs": epochs_value(epochs_auto, epochs),
+                "lr": lr_value(lr_auto, lr),
+                "batch_size": int(batch),
+            }
             plan = self.endpoints.api.plan_run(
-                int(dataset_id),
-                key,
-                self.forms.method_config(key, values[COMMON_SETTINGS:]),
-                has_eval_file=bool(eval_id),
-                epochs=epochs_value(epochs_auto, epochs),
-                lr=lr_value(lr_auto, lr),
-                batch_size=int(batch),
+                int(dataset_id), key, config, has_eval_file=bool(eval_id), **settings
             )
         except Exception as exc:  # noqa: BLE001 - e.g. a dataset deleted in another browser
             return problem(exc, "planning the run", toast=False)
-        return plan["text"]
+        try:
+            run = run_settings(values)
+            extra = {k: run[k] for k in ("model", "max_length", "quant", "precision", "group_by_length")}
+            forecast = self.endpoints.api.forecast(
+                int(dataset_id), key, config, eval_dataset_id=eval_id or None, **settings, **extra
+            )
+        except Exception as exc:  # noqa: BLE001 - the plan stands without a forecast
+            return f"{plan['text']}\n\n{problem(exc, 'forecasting the run', toast=False)}"
+        return f"{plan['text']}\n\n{forecast['text']}"
 
     def _queue(
         self,
@@ -102,12 +138,19 @@ class _Handlers:
         values: tuple[Any, ...],
         *,
         name: str = "",
+        rerun_of: int | None = None,
     ) -> dict[str, Any]:
         if not dataset_id:
             raise ConfigError("choose the training data first (upload a file on the Data tab)")
         config = self.forms.method_config(key, values[COMMON_SETTINGS:])
         return self.endpoints.launch(
-            dataset_id, key, config, eval_dataset_id=eval_id or None, name=name, **run_settings(values)
+            dataset_id,
+            key,
+            config,
+            eval_dataset_id=eval_id or None,
+            name=name,
+            rerun_of=rerun_of,
+            **run_settings(values),
         )
 
     def datasets(self, selected: int | None, eval_selected: int | None) -> tuple[Any, Any]:
@@ -140,10 +183,13 @@ def build_train_tab(
     sweep_form = build_sweep_forms(methods)
 
     h, launched = _Handlers(endpoints, forms), gr.State(None)
+    # use: a job id whose settings to take; origin: the last such job (the launch's lineage);
+    # keep: the epochs and lr just filled, which picking the method must not reset
+    use, origin, keep = gr.State(None), gr.State(None), gr.State(None)
     quiet: dict[str, Any] = {"api_visibility": "private", "show_progress": "hidden"}
     count_inputs = [common.model, method, dataset, *forms.components]
-    shown = [*forms.groups.values(), description, common.epochs, common.lr]
-    method.change(h.method_changed, [method], shown, **quiet).then(
+    shown = [*forms.groups.values(), description, common.epochs, common.lr, keep]
+    method.change(h.method_changed, [method, keep], shown, **quiet).then(
         h.parameters, count_inputs, [params], **quiet
     )
     wire_changes(forms, h.parameters, count_inputs, [params])
@@ -154,15 +200,27 @@ def build_train_tab(
         box.change(lambda auto: gr.update(interactive=not auto), [box], [field], **quiet)
     plan_inputs = [dataset, eval_dataset, method, *common.components(), *forms.components]
     plan_triggers = [dataset, eval_dataset, method, common.epochs_auto, common.epochs, common.lr_auto]
-    for component in (*plan_triggers, common.lr, common.batch_size, *forms.components):
+    forecast_triggers = [
+        common.model,
+        common.max_length,
+        common.quant,
+        common.precision,
+        common.group_by_length,
+    ]
+    for component in (*plan_triggers, common.lr, common.batch_size, *forecast_triggers, *forms.components):
         component.change(h.plan, plan_inputs, [plan], **quiet)
     demo.load(h.plan, plan_inputs, [plan], **quiet)
     private: dict[str, Any] = {"api_visibility": "private"}
     settings = [*common.components(), *forms.components]
     launch.click(
-        h.launch, [dataset, eval_dataset, name, method, *settings], [launch_message, launched], **private
+        h.launch,
+        [origin, dataset, eval_dataset, name, method, *settings],
+        [launch_message, launched],
+        **private,
     )
     wire_sweeps(sweep_form, SweepHandlers(endpoints, forms), [dataset, eval_dataset, name, method], settings)
+    filled = [use, origin, keep, dataset, eval_dataset, method, *settings, launch_message]
+    use.change(h.use_run, [use, method], filled, **quiet)
     for state in (selected, eval_selected):
         state.change(h.datasets, [selected, eval_selected], [dataset, eval_dataset], **private)
-    return TrainTab(launched=launched)
+    return TrainTab(launched=launched, use=use)
