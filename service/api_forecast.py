@@ -27,6 +27,7 @@ from backend.training.config import TrainConfig, validate
 from jobs import datasets
 from jobs.schema import SUCCEEDED, Job
 from service.api_state import WorkbenchState
+from service.formatting import duration
 
 DEFAULT_MFU = 0.25  # a guess until this machine has finished a run: the text says so
 HISTORY = 50  # newest finished runs considered
@@ -200,28 +201,20 @@ class ForecastApi(WorkbenchState):
 
 def describe(result: Any, epochs: int, available_mb: float, device: str, advice: str, stops: bool) -> str:
     """One Markdown line: total time and its parts, peak memory against what there is."""
-    parts = [f"{_duration(result.seconds_per_epoch)} per epoch × {epochs}"]
+    parts = [f"{duration(result.seconds_per_epoch)} per epoch × {epochs}"]
     if result.eval_seconds >= 1:
-        parts.append(f"evaluation {_duration(result.eval_seconds)} per epoch")
+        parts.append(f"evaluation {duration(result.eval_seconds)} per epoch")
     if result.search_seconds:
-        parts.append(f"learning-rate search {_duration(result.search_seconds)}")
+        parts.append(f"learning-rate search {duration(result.search_seconds)}")
     memory = "GPU memory" if device == "cuda" else "RAM"
     line = (
-        f"**Forecast:** {'at most ' if stops else ''}about {_duration(result.total_seconds)} "
+        f"**Forecast:** {'at most ' if stops else ''}about {duration(result.total_seconds)} "
         f"({', '.join(parts)}{'; early stopping may end it sooner' if stops else ''}) · peak memory about "
         f"{result.peak_mb / 1024:.1f} GB of {available_mb / 1024:.0f} GB {memory} · {result.source}"
     )
     if advice:
         line += f"\n\n⚠ **May not fit:** the forecast peak is above 90% of the {memory}; {advice}."
     return line
-
-
-def _duration(seconds: float) -> str:
-    seconds = round(seconds)
-    if seconds < 60:
-        return f"{seconds} s"
-    minutes, seconds = divmod(seconds, 60)
-    return f"{minutes} min {seconds:02d} s" if minutes < 60 else f"{minutes // 60} h {minutes % 60:02d} min"
 
 
 def _cuda() -> bool:

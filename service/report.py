@@ -17,16 +17,15 @@ from datetime import datetime, timezone
 from pathlib import PurePath
 from typing import Any
 
+from service.formatting import duration, size
 from service.report_html import (
     DASH,
     cell,
     count,
     document,
-    duration,
     learning_rate,
     number,
     section,
-    size,
     table,
 )
 from service.svg_charts import COSTS, bars_svg, curves_svg, pareto_svg

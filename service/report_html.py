@@ -46,32 +46,6 @@ def count(value: int | None, percent: float | None = None) -> str:
     return f"{value:,}" + ("" if percent is None else f" ({percent:.2f}%)")
 
 
-def duration(seconds: float | None) -> str:
-    """``75`` -> "1m 15s"."""
-    if seconds is None:
-        return DASH
-    whole = round(seconds)
-    if whole < 60:
-        return f"{seconds:.1f}s" if seconds < 10 else f"{whole}s"
-    minutes, secs = divmod(whole, 60)
-    if minutes < 60:
-        return f"{minutes}m {secs:02d}s"
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}h {minutes:02d}m"
-
-
-def size(n_bytes: float | None) -> str:
-    """Bytes in B/KB/MB/GB (powers of 1024)."""
-    if n_bytes is None:
-        return DASH
-    value = float(n_bytes)
-    for unit in ("B", "KB", "MB"):
-        if value < 1024:
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{value:.2f} GB"
-
-
 def learning_rate(lr: float | str | None, chosen_by_search: bool) -> str:
     """ "3e-03 (auto)" when the search chose it; a word ("auto") as it stands."""
     if lr is None:

@@ -33,15 +33,8 @@ class AnalysisEndpoints:
         (``wrong_only``, a ``true_label``/``predicted_label`` pair) and sorted
         (confidence_desc, confidence_asc, row): {job_id, total, matching, rows}.
         ``dataset_id``: the examples of its evaluation on that dataset (see /evaluate)."""
-        result = self.api.predictions(
-            as_id(job_id, "job_id"),
-            wrong_only=bool(wrong_only),
-            true_label=true_label or None,
-            predicted_label=predicted_label or None,
-            sort=sort,
-            limit=int(limit),
-            dataset_id=as_id(dataset_id, "dataset_id") if dataset_id else None,
-        )
+        filters = _filters(wrong_only, true_label, predicted_label, sort, dataset_id)
+        result = self.api.predictions(as_id(job_id, "job_id"), limit=int(limit), **filters)
         return self.shown(result, request)  # type: ignore[attr-defined]
 
     def predictions_csv(
@@ -54,14 +47,8 @@ class AnalysisEndpoints:
         dataset_id: int | None = None,
     ) -> FileData:
         """The same examples, all of them, as a CSV file."""
-        path = self.api.predictions_csv(
-            as_id(job_id, "job_id"),
-            wrong_only=bool(wrong_only),
-            true_label=true_label or None,
-            predicted_label=predicted_label or None,
-            sort=sort,
-            dataset_id=as_id(dataset_id, "dataset_id") if dataset_id else None,
-        )
+        filters = _filters(wrong_only, true_label, predicted_label, sort, dataset_id)
+        path = self.api.predictions_csv(as_id(job_id, "job_id"), **filters)
         return FileData(path=str(path))
 
     def disagreements(
@@ -87,3 +74,16 @@ class AnalysisEndpoints:
     def evaluations(self, job_id: int, request: gr.Request | None = None) -> list[dict[str, Any]]:
         """Every evaluation of a run on another dataset, oldest first."""
         return self.shown(self.api.evaluations(as_id(job_id, "job_id")), request)  # type: ignore[attr-defined]
+
+
+def _filters(
+    wrong_only: Any, true_label: str | None, predicted_label: str | None, sort: str, dataset_id: Any
+) -> dict[str, Any]:
+    """The example filters as the API takes them ("" from a form means no filter)."""
+    return {
+        "wrong_only": bool(wrong_only),
+        "true_label": true_label or None,
+        "predicted_label": predicted_label or None,
+        "sort": sort,
+        "dataset_id": as_id(dataset_id, "dataset_id") if dataset_id else None,
+    }

@@ -11,6 +11,7 @@ from typing import Any
 
 import pandas as pd
 
+from service.formatting import duration, size
 from ui.charts import run_label
 
 RUN_COLUMNS = ["ID", "Name", "Method", "Settings", "Status", "Progress", "ETA", "Accuracy"]
@@ -35,32 +36,6 @@ COMPARE_COLUMNS = [
 
 def number(value: float | None, digits: int = 3) -> str:
     return "–" if value is None else f"{value:.{digits}f}"
-
-
-def duration(seconds: float | None) -> str:
-    """``75`` -> "1m 15s"; None -> "–"."""
-    if seconds is None:
-        return "–"
-    seconds = round(seconds)
-    if seconds < 60:
-        return f"{seconds}s"
-    minutes, seconds = divmod(seconds, 60)
-    if minutes < 60:
-        return f"{minutes}m {seconds:02d}s"
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}h {minutes:02d}m"
-
-
-def size(n_bytes: float | None) -> str:
-    """Bytes in B/KB/MB/GB (powers of 1024)."""
-    if n_bytes is None:
-        return "–"
-    value = float(n_bytes)
-    for unit in ("B", "KB", "MB"):
-        if value < 1024:
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{value:.2f} GB"
 
 
 def progress(job: dict[str, Any]) -> str:

@@ -1,0 +1,31 @@
+"""Numbers as people read them, shared by the pages and the reports (the UI imports these)."""
+
+from __future__ import annotations
+
+DASH = "–"
+
+
+def duration(seconds: float | None) -> str:
+    """``75`` -> "1m 15s"; None -> "–"."""
+    if seconds is None:
+        return DASH
+    seconds = round(seconds)
+    if seconds < 60:
+        return f"{seconds}s"
+    minutes, seconds = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes}m {seconds:02d}s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h {minutes:02d}m"
+
+
+def size(n_bytes: float | None) -> str:
+    """Bytes in B/KB/MB/GB (powers of 1024)."""
+    if n_bytes is None:
+        return DASH
+    value = float(n_bytes)
+    for unit in ("B", "KB", "MB"):
+        if value < 1024:
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value:.2f} GB"
