@@ -33,13 +33,19 @@ PALETTE = (
 )  # fmt: skip
 
 
-def _scale(values: Sequence[float], log: bool, lo_px: float, hi_px: float) -> Any:
+def _scale(
+    values: Sequence[float], log: bool, lo_px: float, hi_px: float, bounds: tuple[float, float] | None = None
+) -> Any:
+    """``bounds``: the range the values cannot leave (a score's 0..1), so that the padding
+    around equal values never puts 1.5 on an accuracy axis."""
     vs = [math.log10(v) if log else v for v in values]
     lo, hi = min(vs), max(vs)
     if hi == lo:
         lo, hi = lo - 1, hi + 1
     pad = (hi - lo) * 0.06
     lo, hi = lo - pad, hi + pad
+    if bounds is not None:
+        lo, hi = max(lo, bounds[0]), min(hi, bounds[1])
 
     def to_px(v: float) -> float:
         x = math.log10(v) if log else v
@@ -109,7 +115,7 @@ def pareto_svg(
     if not points:
         return "<p>No finished trial to plot yet.</p>"
     fx, xs = _scale([t[cost] for t in points], log, LEFT, WIDTH - RIGHT)
-    fy, ys = _scale([t[objective] for t in points], False, HEIGHT - BOTTOM, TOP)
+    fy, ys = _scale([t[objective] for t in points], False, HEIGHT - BOTTOM, TOP, bounds=(0.0, 1.0))
     x_title = title + (" (log scale)" if log else "")
     parts = _axes(fx, xs, log, x_title, fy, ys, objective, f"{objective} against {title}", "wb-pareto")
     front = sorted((t for t in points if t["pareto_by"][cost]), key=lambda t: t[cost])

@@ -35,3 +35,15 @@ def test_points_are_links_to_runs_and_the_best_is_marked() -> None:
 
 def test_nothing_finished_yet() -> None:
     assert "No finished trial" in pareto_svg([trial(1, None, 5, False)], "trainable_params", "accuracy", None)
+
+
+def test_an_accuracy_axis_never_leaves_zero_to_one() -> None:
+    """Every trial at 1.0 (a toy task): the axis must not be padded to 2.0."""
+    page = pareto_svg(
+        [trial(1, 1.0, 10_000, True), trial(2, 1.0, 70_000, False)], "trainable_params", "accuracy", 1
+    )
+    svg = ET.fromstring(page[: page.index("</svg>") + len("</svg>")])
+    labels = [
+        float(t.text) for t in svg.iter("{http://www.w3.org/2000/svg}text") if t.get("text-anchor") == "end"
+    ]
+    assert labels and max(labels) <= 1.0 and min(labels) >= 0.0
