@@ -37,14 +37,20 @@ class Settings:
     # this process runs also logs its config and metrics there. WORKBENCH_TENSORBOARD /
     # WORKBENCH_MLFLOW ("1" = the default place, or a folder / tracking URI), or the flags
     # --tensorboard[-dir] / --mlflow[-uri]. Workers get them through jobs.runner.
+    # The job list (/jobs, the Runs tab) is answered from memory for this long: every open
+    # page polls it every 2 s, and 8 pages each running the query kept a training job's
+    # 2 cores busy (bench/UI.md). Writes made through this app clear it at once; a worker's
+    # progress shows within this time. 1 s in the app (from_env; WORKBENCH_JOBS_CACHE_SECONDS),
+    # 0 (off) for a Settings built in code, where a script expects to read what it just saw.
+    jobs_cache_seconds: float = 0.0
     tensorboard_dir: Path | None = None  # event files go to <tensorboard_dir>/job-<id>/
     mlflow_uri: str | None = None  # a tracking URI; switched on alone: default_mlflow_uri
 
     @classmethod
     def from_env(cls) -> Settings:
         """Read ``WORKBENCH_DATA_DIR``, ``WORKBENCH_MODELS_CACHE``, ``WORKBENCH_DB_URL``,
-        ``WORKBENCH_MAX_UPLOAD_MB``, ``WORKBENCH_MAX_ROWS``, ``WORKBENCH_TENSORBOARD`` and
-        ``WORKBENCH_MLFLOW``."""
+        ``WORKBENCH_MAX_UPLOAD_MB``, ``WORKBENCH_MAX_ROWS``, ``WORKBENCH_JOBS_CACHE_SECONDS``,
+        ``WORKBENCH_TENSORBOARD`` and ``WORKBENCH_MLFLOW``."""
         data_dir = Path(os.environ.get("WORKBENCH_DATA_DIR", PROJECT_ROOT / "runs")).resolve()
         models_cache = Path(os.environ.get("WORKBENCH_MODELS_CACHE", PROJECT_ROOT / "models_cache")).resolve()
         db_url = os.environ.get("WORKBENCH_DB_URL", f"sqlite:///{data_dir / 'workbench.db'}")
@@ -54,6 +60,7 @@ class Settings:
             db_url=db_url,
             max_upload_mb=_env_int("WORKBENCH_MAX_UPLOAD_MB", cls.max_upload_mb),
             max_rows=_env_int("WORKBENCH_MAX_ROWS", cls.max_rows),
+            jobs_cache_seconds=float(os.environ.get("WORKBENCH_JOBS_CACHE_SECONDS", "1.0")),
         )
         return settings.with_trackers(
             tensorboard=os.environ.get(TENSORBOARD_ENV), mlflow=os.environ.get(MLFLOW_ENV)

@@ -149,6 +149,9 @@ class Database:
         self.url = url
         self.engine = make_engine(url)
         self._write_engine = self.engine.execution_options(sqlite_immediate=True)
+        # Write transactions this object has begun: a reader's cache keyed on it knows that
+        # this process changed something (other processes' writes it cannot see: cache briefly).
+        self.generation = 0
         migrations.upgrade(self.engine)
 
     @contextlib.contextmanager
@@ -160,8 +163,12 @@ class Database:
     @contextlib.contextmanager
     def write(self) -> Iterator[Session]:
         """A session inside one write transaction (``BEGIN IMMEDIATE`` on SQLite)."""
-        with Session(self._write_engine, expire_on_commit=False) as session, session.begin():
-            yield session
+        self.generation += 1  # before and after: a list read meanwhile is not kept
+        try:
+            with Session(self._write_engine, expire_on_commit=False) as session, session.begin():
+                yield session
+        finally:
+            self.generation += 1
 
     def write_for_request(self, body: Callable[[Session], T], *, what: str) -> T:
         """``body(session)`` in one write transaction, tried again (from the start: the failed

@@ -7,9 +7,11 @@ nothing here starts processes (the supervisor does) or imports Gradio.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import re
 import shutil
+import time
 from pathlib import Path
 from typing import Any
 
@@ -134,11 +136,19 @@ class Workbench(DatasetsApi, CatalogueApi, ArtifactsApi, SweepsApi, AnalysisApi,
         return job_id
 
     def list_jobs(self) -> list[JobRow]:
-        """Every job, newest first, as list rows."""
+        """Every job, newest first, as list rows. Answered from memory for
+        ``settings.jobs_cache_seconds`` unless this process wrote to the database meanwhile
+        (every open page polls this; one query then serves them all)."""
+        now, generation = time.monotonic(), self.db.generation
+        cached = self._jobs_cache
+        if cached and cached[1] == generation and now - cached[0] < self.settings.jobs_cache_seconds:
+            return copy.deepcopy(cached[2])
         with self.db.read() as session:
             jobs = list(session.scalars(select(Job).order_by(Job.id.desc())))
             names = views.dataset_names(session, jobs)
-        return [views.job_row(j, names.get(j.dataset_id or -1)) for j in jobs]
+        rows = [views.job_row(j, names.get(j.dataset_id or -1)) for j in jobs]
+        self._jobs_cache = (now, generation, rows)
+        return copy.deepcopy(rows)
 
     def get_job(self, job_id: int, *, log_tail: int = 100) -> JobDetail:
         """One job in full: row, config, final metrics, metric series and the log's tail."""

@@ -18,6 +18,7 @@ class WorkbenchState:
         self.settings = settings
         self.db = Database(settings.db_url)
         self._predictors: dict[str, Any] = {}
+        self._jobs_cache: tuple[float, int, list[Any]] | None = None  # (when, db generation, rows)
         self._tokenizer: Any = None
         # One lock around everything that may import transformers: its lazy module is
         # not thread-safe on first import, and the UI calls in from several threads.

@@ -150,3 +150,22 @@ def test_catalogue(bench: Workbench) -> None:
     assert counted["trainable"] == 74498 and counted["text"].startswith("Trainable parameters:")
     assert bench.list_models()[0] == "all-MiniLM-L6-v2"
     assert bench.device_info()["device"] in ("cpu", "cuda")
+
+
+def test_the_job_list_is_shared_briefly_and_fresh_after_this_process_writes(
+    settings: Settings, data_dir: Path
+) -> None:
+    """The app's cache of /jobs: another process's job shows once the cache ages (here: never,
+    60 s), this process's own submit at once; with the cache off, everything at once."""
+    cached = Workbench(settings.with_(jobs_cache_seconds=60.0))
+    other = Workbench(settings)  # another process, as far as the first one's cache can tell
+    first = cached.submit(quick_job(data_dir / "tiny.csv"))
+    assert [j["id"] for j in cached.list_jobs()] == [first]
+    elsewhere = other.submit(quick_job(data_dir / "tiny.csv"))
+    assert [j["id"] for j in cached.list_jobs()] == [first]  # served from memory
+    assert [j["id"] for j in other.list_jobs()] == [elsewhere, first]  # cache off: fresh
+    rows = cached.list_jobs()
+    rows[0]["name"] = "changed by a caller"  # a caller's copy, not the cache
+    assert cached.list_jobs()[0]["name"] != "changed by a caller"
+    mine = cached.submit(quick_job(data_dir / "tiny.csv"))
+    assert [j["id"] for j in cached.list_jobs()] == [mine, elsewhere, first]

@@ -302,6 +302,13 @@ def test_a_grid_sweep_shows_its_front_opens_runs_and_fills_the_train_tab(
     for rank in (1, 8):
         expect(page.locator("#sweep-trials")).to_contain_text(f"rank={rank}")
     shot(page, artifacts, "09-sweep")
+    page.locator("#sweep-report").click()
+    with page.expect_download() as download:
+        page.locator("#sweep-report-file").get_by_role("link").first.click()
+    report = tmp_path / download.value.suggested_filename
+    download.value.save_as(report)
+    text = report.read_text()
+    assert report.suffix == ".html" and all(f"#{t['job_id']}" in text for t in detail["trials"])
 
     other = next(t["job_id"] for t in detail["trials"] if t["job_id"] != best)
     page.locator(f"#sweep-pareto circle[data-key='{other}']").click()

@@ -129,6 +129,14 @@ class _Handlers:
             return gr.skip(), problem(exc, "using the best settings")
         return detail["best_job_id"], ""
 
+    def report(self, sweep_id: int | None) -> tuple[Any, str]:
+        """The sweep as one self-contained HTML file (trials, Pareto charts, configs)."""
+        try:
+            path = self.endpoints.report(sweep_id=int(sweep_id or 0)).path
+        except Exception as exc:  # noqa: BLE001
+            return gr.skip(), problem(exc, "writing the report")
+        return gr.update(value=path, visible=True), ""
+
     @staticmethod
     def open_run(evt: gr.SelectData) -> Any:
         """The job id of the clicked point or row."""
@@ -147,7 +155,11 @@ def build_sweeps_tab(endpoints: Endpoints, tab: gr.Tab) -> SweepsTab:
     cost = gr.Radio(COST_CHOICES, value="trainable_params", label="Accuracy against", elem_id="sweep-cost")
     chart = gr.HTML(elem_id="sweep-pareto", js_on_load=POINT_CLICK_JS)
     trials = gr.HTML(elem_id="sweep-trials", js_on_load=POINT_CLICK_JS)
-    use_best = gr.Button("Use the best run's settings in the Train tab", size="sm", elem_id="sweep-use")
+    with gr.Row(equal_height=True):
+        use_best = gr.Button("Use the best run's settings in the Train tab", size="sm", elem_id="sweep-use")
+        report = gr.Button("Download report (HTML)", size="sm", elem_id="sweep-report")
+    # "hidden", not False: a component that starts invisible is not shown by a later update here
+    report_file = gr.File(label="Report", interactive=False, visible="hidden", elem_id="sweep-report-file")
     message = gr.Markdown()
 
     private: dict[str, Any] = {"api_visibility": "private"}
@@ -162,4 +174,5 @@ def build_sweeps_tab(endpoints: Endpoints, tab: gr.Tab) -> SweepsTab:
     chart.select(h.open_run, None, [opened], **private)
     trials.select(h.open_run, None, [opened], **private)
     use_best.click(h.use_best, [sweep], [use, message], **private)
+    report.click(h.report, [sweep], [report_file, message], **private)
     return SweepsTab(opened=opened, use=use)
