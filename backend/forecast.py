@@ -87,7 +87,11 @@ class ModelShape:
 
 
 def memory_mb(
-    shape: ModelShape, batch_size: int, longest: int, activation_bytes: float = ACTIVATION_BYTES
+    shape: ModelShape,
+    batch_size: int,
+    longest: int,
+    activation_bytes: float = ACTIVATION_BYTES,
+    base_mb: float = PROCESS_BASE_MB,
 ) -> float:
     """Peak memory of training: the process, the weights, what the optimizer keeps for the
     trainable ones (fp32 gradient + two AdamW moments) and one batch's activations at the
@@ -96,19 +100,17 @@ def memory_mb(
     weights = frozen * BYTES.get(shape.quant, 4.0) + shape.trainable_params * 4.0
     optimizer = shape.trainable_params * 12.0
     activations = activation_bytes * batch_size * longest * shape.hidden_size * shape.num_layers
-    return PROCESS_BASE_MB + (weights + optimizer + activations) / 2**20
+    return base_mb + (weights + optimizer + activations) / 2**20
 
 
-def fit_activation_bytes(samples: Sequence[tuple[ModelShape, int, int, float]]) -> float | None:
-    """The activation coefficient that makes :func:`memory_mb` meet finished runs' measured
-    peaks: (shape, batch size, longest length, peak MB) each; the median of their solutions."""
-    solved = []
-    for shape, batch, longest, peak in samples:
-        units = batch * longest * shape.hidden_size * shape.num_layers
-        rest = memory_mb(shape, batch, longest, activation_bytes=0.0)
-        if units > 0 and peak > rest:
-            solved.append((peak - rest) * 2**20 / units)
-    return statistics.median(solved) if solved else None
+def fit_base_mb(samples: Sequence[tuple[ModelShape, int, int, float]]) -> float | None:
+    """The process's own memory (python, libraries, the data, the search's candidate copies)
+    that makes :func:`memory_mb` meet finished runs' measured peaks: (shape, batch size,
+    longest length, peak MB) each; the median of their solutions. It grows with what the
+    worker imports, so it is measured here rather than written down."""
+    solved = [peak - memory_mb(shape, batch, longest, base_mb=0.0) for shape, batch, longest, peak in samples]
+    usable = [b for b in solved if b > 0]
+    return statistics.median(usable) if usable else None
 
 
 @dataclass(frozen=True)
@@ -131,13 +133,17 @@ def forecast_run(
     source: str,
     search_share: float,
     peak_mb: float,
+    eval_throughput: float | None = None,
+    overhead_seconds: float = 0.0,
 ) -> Forecast:
-    """Put the pieces together: epochs x (training + evaluation) plus the learning-rate
-    search, which is budgeted as a share of the planned training time."""
+    """Put the pieces together: epochs x (training + evaluation), the learning-rate search
+    (``search_share`` of the planned training time: its budget, or what finished runs of the
+    method really spent, since short runs spend more than the budget on its minimum steps),
+    and the fixed costs (building the model, encoding the data, checkpoints, the final pass)."""
     per_epoch = train_tokens / throughput
-    evals = eval_tokens / (throughput * EVAL_SPEEDUP)
+    evals = eval_tokens / (eval_throughput or throughput * EVAL_SPEEDUP)
     search = search_share * per_epoch * epochs
-    total = epochs * (per_epoch + evals) + search
+    total = epochs * (per_epoch + evals) + search + overhead_seconds
     return Forecast(per_epoch, evals, search, total, peak_mb, throughput, source)
 
 

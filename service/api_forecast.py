@@ -26,6 +26,7 @@ from backend.errors import ConfigError
 from backend.training.config import TrainConfig, validate
 from jobs import datasets
 from jobs.schema import SUCCEEDED, Job
+from service import forecast_history as fh
 from service.api_state import WorkbenchState
 from service.formatting import duration
 
@@ -63,7 +64,6 @@ class ForecastApi(WorkbenchState):
         """Time (per epoch, evaluation, learning-rate search, total) and peak memory of a run,
         whether it fits this machine, and one line of text with the setting to change if not."""
         from backend import forecast as fc
-        from backend.training.lr_search import SEARCH_SHARE
         from backend.training.runtime import resolve_precision
 
         got = self._inputs(int(dataset_id), method, method_config, eval_dataset_id, settings)
@@ -79,15 +79,18 @@ class ForecastApi(WorkbenchState):
         evals = fc.eval_padded_tokens(got.lengths, got.eval_rows, cfg.max_length)
         if method == "probe":  # features: one forward pass over every row; the head is cheap
             train, evals = train / (fc.EVAL_SPEEDUP * epochs), evals / epochs
-        share = SEARCH_SHARE if cfg.lr == "auto" and method != "probe" else 0.0
+        share, overhead, eval_rate = self._history(device, cfg.model, method, cfg.lr == "auto")
         shape = fc.ModelShape(
             got.counted["total"], got.counted["trainable"], got.hidden_size, got.num_layers, cfg.quant
         )
         longest = min(cfg.max_length, max(got.lengths, default=1))
         batch = min(cfg.batch_size, max(1, plan["train_rows"]))  # no batch holds more rows than there are
-        peak = fc.memory_mb(shape, batch, longest, self._activation_bytes(device) or fc.ACTIVATION_BYTES)
-        result = fc.forecast_run(train_tokens=train, eval_tokens=evals, epochs=epochs, throughput=throughput,
-                                 source=source, search_share=share, peak_mb=peak)  # fmt: skip
+        peak = fc.memory_mb(shape, batch, longest, base_mb=self._base_mb(device) or fc.PROCESS_BASE_MB)
+        result = fc.forecast_run(
+            train_tokens=train, eval_tokens=evals, epochs=epochs, throughput=throughput, source=source,
+            search_share=share, peak_mb=peak, eval_throughput=eval_rate,
+            overhead_seconds=overhead,
+        )  # fmt: skip
         available = _available_mb(device)
         fits = fc.fits(peak, available)
         advice = "" if fits else fc.memory_advice(shape, batch, longest, method, cfg.batch_size)
@@ -105,6 +108,20 @@ class ForecastApi(WorkbenchState):
             "source": source,
             "text": describe(result, epochs, available, device, advice, bool(cfg.early_stopping_patience)),
         }
+
+    def _history(
+        self, device: str, model: str, method: str, searched: bool
+    ) -> tuple[float, float, float | None]:
+        """(search share, fixed seconds, evaluation tokens/s) from finished runs here: of this
+        model and method where there are some, else of this model."""
+        from backend.training.lr_search import SEARCH_SHARE
+
+        history = self._finished(device)
+        same = [j.summary or {} for j in history if j.model == model and j.method == method]
+        model_runs = [j.summary or {} for j in history if j.model == model]
+        share = (fh.search_share(same) or SEARCH_SHARE) if searched and method != "probe" else 0.0
+        overhead = fh.overhead_seconds(same) or fh.overhead_seconds(model_runs) or 0.0
+        return share, overhead, fh.eval_throughput(model_runs)
 
     def _inputs(
         self, dataset_id: int, method: str, method_config: Any, eval_id: int | None, settings: dict[str, Any]
@@ -175,9 +192,10 @@ class ForecastApi(WorkbenchState):
             )
         return DEFAULT_MFU * peak / flops, "a first guess (no finished run here yet): it improves after one"
 
-    def _activation_bytes(self, device: str) -> float | None:
+    def _base_mb(self, device: str) -> float | None:
+        """The process's own memory, fitted to the peaks of finished runs here."""
         from backend.catalogue import model_info
-        from backend.forecast import ModelShape, fit_activation_bytes
+        from backend.forecast import ModelShape, fit_base_mb
 
         samples = []
         for job in self._finished(device)[:10]:
@@ -195,8 +213,10 @@ class ForecastApi(WorkbenchState):
                 info.num_layers,
                 job.quant or "none",
             )
-            samples.append((shape, cfg.get("batch_size", 32), cfg.get("max_length", 128), s["peak_rss_mb"]))
-        return fit_activation_bytes(samples)
+            longest = s.get("longest_tokens") or cfg.get("max_length", 128)
+            batch = min(cfg.get("batch_size", 32), s.get("train_rows") or 10**9)
+            samples.append((shape, batch, longest, s["peak_rss_mb"]))
+        return fit_base_mb(samples)
 
 
 def describe(result: Any, epochs: int, available_mb: float, device: str, advice: str, stops: bool) -> str:

@@ -125,6 +125,7 @@ def _state(fitter: Fitter, epoch: int) -> dict[str, Any]:
         "best": fitter.best,
         "history": fitter.history,
         "epoch_seconds": fitter.epoch_seconds,
+        "eval_seconds": fitter.eval_seconds,
         "tokens": [fitter.tokens.real, fitter.tokens.padded],
         "resolved": fitter.resolved,  # what "auto" chose: a resume trains on with the same numbers
         # Checkpoints fall on epoch boundaries, and an epoch's order is a function of its seed
@@ -289,6 +290,7 @@ def load(directory: Path, fitter: Fitter) -> int:
     _restore_optimizer(folder, fitter)
     fitter.step, fitter.best, fitter.history = state["step"], state["best"], state["history"]
     fitter.epoch_seconds = state.get("epoch_seconds", [])
+    fitter.eval_seconds = state.get("eval_seconds", [])
     fitter.tokens.real, fitter.tokens.padded = state.get("tokens", [0, 0])
     if (folder / "best.safetensors").is_file():
         fitter.best_state = load_file(str(folder / "best.safetensors"))

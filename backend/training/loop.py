@@ -19,6 +19,7 @@ import torch
 from backend.catalogue import ModelInfo, load_classifier
 from backend.data.batching import Encoded
 from backend.errors import ConfigError
+from backend.forecast import eval_padded_tokens
 from backend.methods import registry
 from backend.methods.base import BuildContext
 from backend.training import checkpoint
@@ -85,6 +86,7 @@ class Fitter:
         self.best: dict[str, Any] | None = None
         self.best_state: dict[str, torch.Tensor] | None = None
         self.epoch_seconds: list[float] = []
+        self.eval_seconds: list[float] = []  # each epoch's evaluation (the forecast calibrates on it)
         self.pad_to: int | None = None  # fixed-length padding, only to benchmark against it
         self.stopped_early: int | None = None  # the epoch early stopping ended the run after
         self.resolved: dict[str, Any] = {}  # what "auto" chose; checkpoints keep it for resume
@@ -103,9 +105,11 @@ class Fitter:
                 self._cache_lower_layers()  # counted in the first epoch's time: it is its cost
             train_loss = self._epoch(epoch, start)
             self.epoch_seconds.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
             metrics = evaluate(
                 self.model, self.evals, self.label_names, self.device, self.precision, self.eval_forward
             )
+            self.eval_seconds.append(time.perf_counter() - t0)
             is_best = better(metrics, self.best)
             if is_best:
                 self.best, self.best_state = {**metrics, "epoch": epoch}, trainable_state(self.model)
@@ -355,6 +359,10 @@ def run_loop(ctx: RunContext) -> RunOutcome:
         "precision": fitter.precision,
         "group_by_length": cfg.group_by_length,
         "epoch_seconds": [round(t, 3) for t in fitter.epoch_seconds],
+        "eval_seconds": [round(t, 3) for t in fitter.eval_seconds],
+        # the longest padded batch: what the activation memory peaked with (the forecast's fit)
+        "longest_tokens": max(train_enc.lengths, default=0),
+        "eval_tokens": round(eval_padded_tokens(eval_enc.lengths, len(eval_enc), cfg.max_length)),
         **throughput_summary(
             fitter.tokens,
             sum(fitter.epoch_seconds),

@@ -11,7 +11,7 @@ from backend.forecast import (
     ModelShape,
     calibrated_throughput,
     eval_padded_tokens,
-    fit_activation_bytes,
+    fit_base_mb,
     fits,
     forecast_run,
     memory_mb,
@@ -46,9 +46,10 @@ def test_memory_terms() -> None:
     four_bit = ModelShape(22_700_000, 75_000, 384, 6, quant="4bit")
     assert memory_mb(four_bit, 32, 64) < memory_mb(lora, 32, 64)
     # The coefficient fitted from a run's measured peak reproduces that peak.
-    peak = memory_mb(lora, 32, 64, activation_bytes=50.0)
-    assert fit_activation_bytes([(lora, 32, 64, peak)]) == pytest.approx(50.0)
-    assert fit_activation_bytes([(lora, 32, 64, 10.0)]) is None  # below the fixed terms: unusable
+    peak = memory_mb(lora, 32, 64, base_mb=900.0)
+    assert fit_base_mb([(lora, 32, 64, peak)]) == pytest.approx(900.0)
+    assert memory_mb(lora, 32, 64, base_mb=fit_base_mb([(lora, 32, 64, peak)]) or 0) == pytest.approx(peak)
+    assert fit_base_mb([(lora, 32, 64, 10.0)]) is None  # below the model's own terms: unusable
 
 
 def test_a_forecast_adds_up() -> None:
