@@ -79,7 +79,7 @@ def search_head_lr(
         held_out = (x[held], y[held].numpy())
         return HeadTrial(lr, x[fit], y[fit], held_out, pcfg, cfg, label_names, warmup, batch_size)
 
-    candidates = successive_halving(lrs, trial, schedule, cb)
+    candidates = successive_halving(lrs, trial, schedule, cb, registry.get(cfg.method).default_lr)
     return result_dict(candidates, schedule, time.perf_counter() - started, len(fit))
 
 

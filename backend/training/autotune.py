@@ -130,7 +130,7 @@ def describe_search(result: dict[str, Any] | None) -> str:
     )
     how = "chosen by search"
     if result.get("inconclusive"):
-        how = "taken as the largest stable candidate: no candidate moved the held-out loss in the search"
+        how = "taken as the method's default (or nearest candidate): the search moved no held-out loss"
     return (
         f"learning rate {result['chosen']:g} {how} (held-out loss per candidate: {scores}; "
         f"{result['seconds']:.1f}s on {result['train_rows']} training rows, judged on "

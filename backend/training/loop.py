@@ -268,6 +268,7 @@ def resolve_auto(
             cb=cb,
             precision=resolve_precision(cfg.precision, device),
             group_by_length=cfg.group_by_length,
+            prior=registry.get(cfg.method).default_lr,
         )
         cb.on_log(describe_search(search))
         seed_everything(cfg.seed)  # the run's own randomness does not depend on the search

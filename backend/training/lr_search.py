@@ -121,7 +121,11 @@ def plan_schedule(n_candidates: int, train_rows: int, costs: Costs) -> Schedule:
 
 
 def successive_halving(
-    lrs: tuple[float, ...], make_trial: Callable[[float], Trial], schedule: Schedule, cb: Callback
+    lrs: tuple[float, ...],
+    make_trial: Callable[[float], Trial],
+    schedule: Schedule,
+    cb: Callback,
+    prior: float | None = None,
 ) -> list[Candidate]:
     """Run the rounds; returns every candidate, the winner first.
 
@@ -132,11 +136,13 @@ def successive_halving(
     steps for every candidate) up to MAX_EXTENSIONS times, spending more than the budget only
     when the budget was too small to tell.
 
-    If even then no candidate has moved, the search stops there and picks the largest rate
-    that did not diverge: every rate is too small to show anything in this budget, and the
-    largest moves the weights furthest in the run's far longer horizon. Ranking on noise
-    instead picked 1e-3 for P-tuning on SST-2 (held-out loss 0.685 against a start of 0.693),
-    whose run then sat at the majority class, where 3e-2 had reached 0.68.
+    If even then no candidate has moved, the search stops there: it has learnt nothing, so
+    the method's default (``prior``; the candidate nearest it) is taken, not a rank of noise.
+    Ranking on noise picked 1e-3 for P-tuning on SST-2 (held-out loss 0.685 against a start
+    of 0.693), whose run then sat at the majority class. Taking the largest stable rate
+    instead (tried first) lost to the defaults on SST-2 for LoRA (1e-2: 0.775 against 0.825),
+    prompt tuning (0.1: 0.649 against 0.739), adapters and full fine-tuning (bench/FORECAST.md's
+    runs against bench/SPEED.md's). Without a prior, the largest stable rate.
     """
     candidates = [Candidate(lr) for lr in lrs]
     trials = {c.lr: make_trial(c.lr) for c in candidates}
@@ -154,7 +160,7 @@ def successive_halving(
                 f"loss ({start_loss:.3f}) yet; {steps} more steps each"
             )
         if round_no == 1 and not alive[0].eval_loss < start_loss * (1 - MIN_LOSS_GAIN):
-            return _inconclusive(candidates, start_loss, cb)
+            return _inconclusive(candidates, start_loss, cb, prior)
         cb.on_log(
             f"learning-rate search round {round_no}/{len(schedule.round_steps)} "
             f"({alive[0].steps} steps each): "
@@ -169,14 +175,23 @@ def successive_halving(
     return [winner, *sorted((c for c in candidates if c is not winner), key=lambda c: c.lr)]
 
 
-def _inconclusive(candidates: list[Candidate], start_loss: float, cb: Callback) -> list[Candidate]:
-    """No candidate moved the held-out loss: the largest stable rate wins (see above)."""
+def _inconclusive(
+    candidates: list[Candidate], start_loss: float, cb: Callback, prior: float | None
+) -> list[Candidate]:
+    """No candidate moved the held-out loss: the one nearest the method's default wins (see
+    above), else the largest that did not diverge."""
     stable = [c for c in candidates if not c.diverged] or candidates
-    winner = max(stable, key=lambda c: c.lr)
+    if prior is None:
+        winner, why = max(stable, key=lambda c: c.lr), "the largest rate that did not diverge"
+    else:
+        winner = min(stable, key=lambda c: abs(math.log(c.lr / prior)))
+        why = (
+            "the method's default" if math.isclose(winner.lr, prior) else "the candidate nearest the default"
+        )
     winner.inconclusive = True
     cb.on_log(
         f"learning-rate search: no candidate moved the held-out loss below its start ({start_loss:.3f}) "
-        f"within the budget; taking the largest rate that did not diverge, {winner.lr:g}"
+        f"within the budget; taking {why}, {winner.lr:g}"
     )
     return [winner, *sorted((c for c in candidates if c is not winner), key=lambda c: c.lr)]
 

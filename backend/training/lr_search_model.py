@@ -205,9 +205,11 @@ def search_model_lr(
     cb: Callback,
     precision: str = "fp32",
     group_by_length: bool = True,
+    prior: float | None = None,
 ) -> dict[str, Any]:
     """Pick a learning rate for ``model`` from ``lrs`` using ``train`` only; the model's
-    trainable weights are back at their initial values afterwards."""
+    trainable weights are back at their initial values afterwards. ``prior``: the method's
+    default, taken when the search cannot tell the candidates apart."""
     started = time.perf_counter()
     holdout_rows = min(HOLDOUT_MAX, max(HOLDOUT_MIN, round(HOLDOUT_FRACTION * len(train))), len(train) // 2)
     fit_idx, held_idx = holdout_split(train.labels, holdout_rows, seed)
@@ -227,7 +229,7 @@ def search_model_lr(
             f"{schedule.round_steps} steps of {search.batch_size} rows on {len(fit_idx)} training rows, "
             f"judged on {len(search.holdout)} held-out training rows (budget {schedule.budget:.0f} s)"
         )
-        candidates = successive_halving(lrs, search.trial, schedule, cb)
+        candidates = successive_halving(lrs, search.trial, schedule, cb, prior)
     finally:
         search.restore_initial()
     return result_dict(candidates, schedule, time.perf_counter() - started, len(fit_idx))

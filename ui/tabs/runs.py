@@ -77,8 +77,8 @@ def search_text(job: dict[str, Any]) -> str:
         f"rounds of {search['round_steps']} steps, judged by the loss on {search['holdout_rows']} "
         "held-out training rows (the evaluation set is not used)."
         + (
-            " No candidate moved that loss within the search's budget, so the largest rate that "
-            "did not diverge was taken."
+            " No candidate moved that loss within the search's budget, so the method's default "
+            "(the candidate nearest it) was taken."
             if search.get("inconclusive")
             else ""
         )

@@ -231,9 +231,10 @@ def test_search_schedule_stays_within_its_budget() -> None:
     assert [a // 4 for a in cheap.round_steps] == pytest.approx(dear.round_steps, abs=1)
 
 
-def test_a_search_where_nothing_moves_stops_and_takes_the_largest_stable_rate() -> None:
+def test_a_search_where_nothing_moves_stops_and_takes_the_methods_default() -> None:
     """Flat for longer than round one and its extension: the search ends after round one
-    (no ranking on noise, no further spending) with the largest rate that did not diverge."""
+    (no ranking on noise, no further spending) with the candidate nearest the method's
+    default; without a default, the largest rate that did not diverge."""
     losses = {1e-3: 8.0, 1e-2: 2.0, 3e-2: 1.0, 1e-1: math.inf}
     schedule = Schedule(round_steps=[2, 4], survivors=[4, 2], holdout_rows=32, budget=0)
     trials: dict[float, SlowStart] = {}
@@ -242,10 +243,12 @@ def test_a_search_where_nothing_moves_stops_and_takes_the_largest_stable_rate() 
         trials[lr] = SlowStart(lr, losses, flat=100)
         return trials[lr]
 
-    winner, *rest = successive_halving(tuple(losses), trial, schedule, Callback())
-    assert winner.lr == 3e-2 and winner.inconclusive
+    winner, *rest = successive_halving(tuple(losses), trial, schedule, Callback(), prior=8e-3)
+    assert winner.lr == 1e-2 and winner.inconclusive  # nearest 8e-3 on a log scale
     assert not any(c.inconclusive for c in rest)
     assert max(t.steps for t in trials.values()) == 2 * (1 + MAX_EXTENSIONS)  # round two never ran
     result = result_dict([winner, *rest], schedule, 1.0, 100)
-    assert result["chosen"] == 3e-2 and result["inconclusive"] is True
-    assert "largest stable candidate" in describe_search(result)
+    assert result["chosen"] == 1e-2 and result["inconclusive"] is True
+    assert "the method's default" in describe_search(result)
+    no_prior, *_ = successive_halving(tuple(losses), trial, schedule, Callback())
+    assert no_prior.lr == 3e-2  # 1e-1 diverged
