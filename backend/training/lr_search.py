@@ -223,7 +223,7 @@ def result_dict(
         "chosen": winner.lr,
         "candidates": sorted((asdict(c) for c in candidates), key=lambda c: c["lr"]),
         "metric": "held-out loss (lower is better)",
-        # True: no candidate moved the held-out loss, so the largest stable rate was taken
+        # True: no candidate moved the held-out loss, so the method's default (nearest) was taken
         "inconclusive": winner.inconclusive,
         "round_steps": schedule.round_steps,
         "holdout_rows": schedule.holdout_rows,
