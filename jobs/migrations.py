@@ -58,9 +58,13 @@ def add_metric_layer(conn: Connection) -> None:
 
 
 # The sweeps table exactly as version 4 made it (frozen: later versions change it by steps).
+# Its metadata names the datasets table too (never created here: it exists since version 1),
+# or the foreign keys to it cannot be resolved when the table is created.
+V4_METADATA = MetaData()
+Table("datasets", V4_METADATA, Column("id", Integer, primary_key=True))
 SWEEPS_V4 = Table(
     "sweeps",
-    MetaData(),
+    V4_METADATA,
     Column("id", Integer, primary_key=True),
     Column("name", String(300), nullable=False),
     Column("kind", String(16), nullable=False),

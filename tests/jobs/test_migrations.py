@@ -156,7 +156,9 @@ def test_version_2_records_the_gpu_a_job_holds(tmp_path: Path) -> None:
     url = v1_database(tmp_path / "old.db")
     Database(url)
     with make_engine(url).connect() as conn:
-        assert conn.execute(text("SELECT version FROM schema_version")).scalar() == 3
+        assert (
+            conn.execute(text("SELECT version FROM schema_version")).scalar() == migrations.current_version()
+        )
         assert conn.execute(text("SELECT id, gpu FROM jobs ORDER BY id")).all() == [(1, None), (2, None)]
 
 
@@ -309,7 +311,9 @@ def v2_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
 def test_version_3_moves_sweep_results_from_epoch_to_layer(v2_url: str, tmp_path: Path) -> None:
     bench = Workbench(Settings(data_dir=tmp_path, models_cache=tmp_path / "m", db_url=v2_url))  # migrates
     with bench.db.engine.connect() as conn:
-        assert conn.execute(text("SELECT version FROM schema_version")).scalar() == 3
+        assert (
+            conn.execute(text("SELECT version FROM schema_version")).scalar() == migrations.current_version()
+        )
         rows = conn.execute(text("SELECT job_id, step, epoch, layer, name FROM metrics ORDER BY id")).all()
     assert [tuple(r) for r in rows] == [
         (1, 1, 1, None, "train_loss"),  # epoch curves keep their epoch
@@ -327,7 +331,7 @@ def test_version_3_moves_sweep_results_from_epoch_to_layer(v2_url: str, tmp_path
     assert not sweep["eval_accuracy"]
     lora = bench.get_job(1, log_tail=0)["series"]
     assert lora["eval_accuracy"] == [[1, 0.8]] and not lora["layer_accuracy"]
-    assert migrations.upgrade(bench.db.engine) == 3  # a second start changes nothing
+    assert migrations.upgrade(bench.db.engine) == migrations.current_version()  # a second start: nothing
     # The upgraded table takes what a sweep writes now.
     reporter = JobReporter(bench.db, 2, JobLog(tmp_path / "job.log"))
     reporter.on_layer(LayerInfo(3, 4, 4, {"accuracy": 0.5, "macro_f1": 0.4}, train_loss=0.6))
