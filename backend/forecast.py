@@ -182,7 +182,7 @@ def padded_throughput(summary: dict[str, Any]) -> float | None:
     return real / (1 - padding)
 
 
-def memory_advice(shape: ModelShape, batch_size: int, longest: int, method: str, setting: int) -> str:
+def memory_advice(shape: ModelShape, batch_size: int, longest: int, setting: int) -> str:
     """The setting to change when a run will not fit: whatever holds the most memory
     (``batch_size``: rows in the largest batch; ``setting``: the Batch size as set)."""
     activations = memory_mb(shape, batch_size, longest) - memory_mb(shape, batch_size, longest, 0.0)
@@ -191,6 +191,8 @@ def memory_advice(shape: ModelShape, batch_size: int, longest: int, method: str,
     biggest = max(activations, frozen, optimizer)
     if biggest == activations:
         return f"lower Batch size (now {setting}) or Max length (its longest batch: {longest} tokens)"
-    if biggest == optimizer and method == "full":
-        return "train fewer weights: LoRA or an adapter instead of full fine-tuning"
+    if biggest == optimizer and shape.trainable_params >= shape.total_params // 2:  # every weight trains
+        return (
+            "train fewer weights: a parameter-efficient method (LoRA, an adapter) instead of full fine-tuning"
+        )
     return "load the base model in 8-bit or 4-bit (Quantization), or pick a smaller model"

@@ -23,6 +23,7 @@ from typing import Any
 from sqlalchemy import select
 
 from backend.errors import ConfigError
+from backend.methods import registry
 from backend.training.config import TrainConfig, validate
 from jobs import datasets
 from jobs.schema import SUCCEEDED, Job
@@ -77,7 +78,7 @@ class ForecastApi(WorkbenchState):
             got.lengths, plan["train_rows"], cfg.batch_size, cfg.max_length, cfg.group_by_length, cfg.seed
         )
         evals = fc.eval_padded_tokens(got.lengths, got.eval_rows, cfg.max_length)
-        if method == "probe":  # features: one forward pass over every row; the head is cheap
+        if registry.get(method).probes_layers:  # features: one forward pass over every row, a cheap head
             train, evals = train / (fc.EVAL_SPEEDUP * epochs), evals / epochs
         share, overhead, eval_rate = self._history(device, cfg.model, method, cfg.lr == "auto")
         shape = fc.ModelShape(
@@ -93,7 +94,7 @@ class ForecastApi(WorkbenchState):
         )  # fmt: skip
         available = _available_mb(device)
         fits = fc.fits(peak, available)
-        advice = "" if fits else fc.memory_advice(shape, batch, longest, method, cfg.batch_size)
+        advice = "" if fits else fc.memory_advice(shape, batch, longest, cfg.batch_size)
         return {
             "seconds_per_epoch": result.seconds_per_epoch,
             "eval_seconds": result.eval_seconds,
@@ -119,7 +120,8 @@ class ForecastApi(WorkbenchState):
         history = self._finished(device)
         same = [j.summary or {} for j in history if j.model == model and j.method == method]
         model_runs = [j.summary or {} for j in history if j.model == model]
-        share = (fh.search_share(same) or SEARCH_SHARE) if searched and method != "probe" else 0.0
+        heads_only = registry.get(method).probes_layers  # its search trains heads: seconds, not minutes
+        share = (fh.search_share(same) or SEARCH_SHARE) if searched and not heads_only else 0.0
         overhead = fh.overhead_seconds(same) or fh.overhead_seconds(model_runs) or 0.0
         return share, overhead, fh.eval_throughput(model_runs)
 
