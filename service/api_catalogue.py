@@ -93,12 +93,19 @@ class CatalogueApi(WorkbenchState):
         """Epochs, optimizer steps and learning-rate candidates a launch would use (before launch)."""
         from backend.training.autotune import describe_plan  # deferred: pandas/torch, for start-up
 
+        row, cfg = self._dataset_config(dataset_id, method, method_config, settings)
+        return describe_plan(cfg, row.rows - (row.invalid_rows or 0), has_eval_file)
+
+    def _dataset_config(
+        self, dataset_id: int, method: str, method_config: dict[str, Any] | None, settings: dict[str, Any]
+    ) -> tuple[Any, TrainConfig]:
+        """A stored dataset's row and the validated config of a run on it (plan and forecast)."""
         row = datasets.get(self.db, dataset_id)
         if row is None:
             raise ConfigError(f"no dataset {dataset_id}")
         cfg = TrainConfig(data=row.path, method=method, method_config=dict(method_config or {}), **settings)
         validate(cfg)
-        return describe_plan(cfg, row.rows - (row.invalid_rows or 0), has_eval_file)
+        return row, cfg
 
     def device_info(self) -> DeviceInfo:
         """Where jobs will train: {device, gpus, name, precision}."""

@@ -22,9 +22,8 @@ from typing import Any
 
 from sqlalchemy import select
 
-from backend.errors import ConfigError
 from backend.methods import registry
-from backend.training.config import TrainConfig, validate
+from backend.training.config import TrainConfig
 from jobs import datasets
 from jobs.schema import SUCCEEDED, Job
 from service import forecast_history as fh
@@ -52,6 +51,7 @@ class ForecastApi(WorkbenchState):
 
     count_parameters: Any  # from CatalogueApi
     plan_run: Any
+    _dataset_config: Any
 
     def forecast(
         self,
@@ -130,11 +130,7 @@ class ForecastApi(WorkbenchState):
     ) -> _Inputs:
         from backend.catalogue import load_config, model_info
 
-        row = datasets.get(self.db, dataset_id)
-        if row is None:
-            raise ConfigError(f"no dataset {dataset_id}")
-        cfg = TrainConfig(data=row.path, method=method, method_config=dict(method_config or {}), **settings)
-        validate(cfg)
+        row, cfg = self._dataset_config(dataset_id, method, method_config, settings)
         plan = self.plan_run(row.id, method, method_config, has_eval_file=bool(eval_id), **settings)
         with self._lock:
             info = model_info(cfg.model, self.settings.models_cache)
