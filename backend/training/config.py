@@ -11,9 +11,10 @@ from backend.data.prepare import PreparedData, prepare
 from backend.errors import ConfigError
 from backend.methods import registry
 from backend.methods.base import check_range, knob, unknown_settings
-from backend.training.runtime import PRECISIONS
 
 QUANT_CHOICES = ("none", "8bit", "4bit")
+# auto = bf16 where the hardware does it natively (backend/training/runtime.py decides).
+PRECISIONS = ("auto", "fp32", "bf16")
 AUTO = "auto"
 
 

@@ -36,9 +36,6 @@ def peak_gpu_mb(device: torch.device | str) -> float | None:
     return round(torch.cuda.max_memory_allocated() / 2**20, 1)
 
 
-PRECISIONS = ("auto", "fp32", "bf16")
-
-
 def cpu_has_bf16() -> bool:
     """Native bf16 arithmetic on this CPU (AVX-512 BF16 or AMX), read from /proc/cpuinfo.
 
