@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test install browser lint bench clean-venv
+.PHONY: run test install browser postgres lint bench clean-venv
 
 $(STAMP): requirements.txt requirements-dev.txt constraints.txt
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -18,10 +18,14 @@ install: $(STAMP)
 browser:
 	@bash scripts/install_browser.sh
 
+# Debian's PostgreSQL for the tests that run the jobs suite on it (skipped with a reason without).
+postgres:
+	@bash scripts/install_postgres.sh
+
 run: install
 	$(PY) app.py $(ARGS)
 
-test: install browser
+test: install browser postgres
 	$(VENV)/bin/lint-imports
 	$(PY) -m pytest $(PYTEST_ARGS)
 

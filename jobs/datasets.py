@@ -93,6 +93,7 @@ def register(db: Database, datasets_dir: Path, spec: DatasetSpec, name: str | No
 
     def record(session: Any) -> DatasetInfo:
         # Looked up again inside the write lock: a concurrent upload may have won.
+        db.take_turns(session, f"dataset {sha256} {key}")
         row = session.scalar(select(Dataset).where(Dataset.sha256 == sha256, Dataset.mapping_key == key))
         if row is None:
             row = Dataset(

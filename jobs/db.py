@@ -4,7 +4,8 @@ Default: one SQLite file in the data folder, in WAL mode (readers never block th
 writer), with a busy timeout so concurrent writers wait instead of failing. Every
 write transaction starts with ``BEGIN IMMEDIATE``: it takes SQLite's write lock up
 front, so "read a queued job, then claim it" cannot interleave with another process
-doing the same. Any other SQLAlchemy URL (e.g. a server database later) works too.
+doing the same. PostgreSQL (``postgresql+psycopg://...``) works through the same code: its
+claim locks rows ``FOR UPDATE SKIP LOCKED`` instead (``jobs.queue.claim_next``).
 
 Engines are never shared across ``fork``: workers are fresh ``python -m`` processes
 that open their own. ``?timeout=SECONDS`` on a SQLite URL sets the busy timeout (tests
@@ -25,7 +26,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
-from sqlalchemy import create_engine, event
+from sqlalchemy import create_engine, event, text
 from sqlalchemy.engine import URL, Connection, Engine, make_url
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session
@@ -53,8 +54,13 @@ def is_transient(exc: BaseException) -> bool:
     """A fault that may well be gone in a moment: a busy/locked database, a full disk."""
     if isinstance(exc, OperationalError):
         text = str(exc.orig if exc.orig is not None else exc).lower()
-        # "database or disk is full" (SQLITE_FULL): space may come back, as a lock is released
-        return "locked" in text or "busy" in text or "disk is full" in text
+        return any(
+            words in text
+            # SQLite: locked/busy past the timeout, SQLITE_FULL (space may come back, as a lock
+            # is released). PostgreSQL: a deadlock or serialisation victim, a server restarting.
+            for words in ("locked", "busy", "disk is full", "deadlock detected", "could not serialize",
+                          "the database system is starting up", "the database system is shutting down")
+        )  # fmt: skip
     return isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT)
 
 
@@ -132,7 +138,9 @@ def make_engine(url: str) -> Engine:
     is_sqlite = make_url(url).get_backend_name() == "sqlite"
     timeout_ms = busy_timeout_ms(url)
     connect_args = {"timeout": timeout_ms / 1000} if is_sqlite else {}
-    engine = create_engine(url, connect_args=connect_args)
+    # pre_ping: a server database may have closed an idle pooled connection (a restart, a
+    # proxy's timeout); the supervisor and the web app hold theirs for days.
+    engine = create_engine(url, connect_args=connect_args, pool_pre_ping=not is_sqlite)
     if is_sqlite:
         _configure_sqlite(engine, timeout_ms)
     return engine
@@ -194,6 +202,18 @@ class Database:
                 f"the database stayed locked by another process for over {waited:.0f} s, so {what} "
                 "was not done and nothing was saved; try again in a minute."
             ) from None
+
+    @property
+    def is_postgres(self) -> bool:
+        return self.engine.dialect.name == "postgresql"
+
+    def take_turns(self, session: Session, key: str) -> None:
+        """Make write transactions that name the same ``key`` run one after another (for a
+        read-then-write such as "count the running jobs, then claim one"). PostgreSQL: an
+        advisory lock held until the transaction ends. SQLite: nothing to do, its write
+        transaction (BEGIN IMMEDIATE) already holds the whole file."""
+        if self.is_postgres:
+            session.execute(text("SELECT pg_advisory_xact_lock(hashtext(:key))"), {"key": key})
 
     def dispose(self) -> None:
         """Close pooled connections (tests, and before a process exits)."""

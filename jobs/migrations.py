@@ -119,6 +119,8 @@ def upgrade(engine: Engine, steps: Sequence[Migration] = MIGRATIONS) -> int:
     target = current_version(steps)
     # One write transaction: processes opening a new database at once cannot both create it.
     with engine.connect().execution_options(sqlite_immediate=True) as conn, conn.begin():
+        if conn.dialect.name == "postgresql":  # SQLite's BEGIN IMMEDIATE does this there
+            conn.execute(text("SELECT pg_advisory_xact_lock(hashtext('workbench schema'))"))
         version = stored_version(conn)
         if version is None:
             if inspect(conn).has_table("jobs"):

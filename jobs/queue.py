@@ -61,6 +61,7 @@ def claim_next(
     gpus: int = 0,
 ) -> int | None:
     """Atomically move the oldest queued job that can run now (of ``only``) to running for ``owner``.
+    Two supervisors never claim one job, on either engine.
 
     ``limit``: claim only while fewer than ``limit`` jobs run on ``host``, counted inside
     the same write transaction, so the limit holds across every supervisor on the
@@ -68,11 +69,21 @@ def claim_next(
     ``host`` holds, and keeps it in ``Job.gpu``. Returns the claimed id, or None.
     """
     with db.write() as session:
+        # SQLite: BEGIN IMMEDIATE already serialises every claim. PostgreSQL: claims from
+        # one host take turns (so the running count below cannot be read by two at once), and
+        # the queued rows are locked FOR UPDATE SKIP LOCKED, so other hosts claim other jobs.
+        db.take_turns(session, f"claim on {host}")
         held = list(session.scalars(select(Job.gpu).where(Job.status == RUNNING, Job.worker_host == host)))
         if limit is not None and len(held) >= limit:
             return None
         free_gpus = [i for i in range(gpus) if i not in held]
-        query = select(Job.id, Job.config).where(Job.status == QUEUED).order_by(Job.id).limit(CLAIM_WINDOW)
+        query = (
+            select(Job.id, Job.config)
+            .where(Job.status == QUEUED)
+            .order_by(Job.id)
+            .limit(CLAIM_WINDOW)
+            .with_for_update(skip_locked=True)  # SQLite renders nothing here: it locks the file
+        )
         if only is not None:
             query = query.where(Job.id.in_(list(only)))
         for job_id, config in session.execute(query).all():

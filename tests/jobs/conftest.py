@@ -1,4 +1,5 @@
-"""Shared fixtures for the job-queue tests: real SQLite files, real worker processes,
+"""Shared fixtures for the job-queue tests: real SQLite files and a real PostgreSQL server
+(every test taking ``settings`` runs on both), real worker processes,
 the real default model on tiny generated data (``tests/conftest.py``'s short reviews,
 2 labels, max length 16).
 
@@ -7,6 +8,7 @@ Never a fixed sleep as an assertion: :func:`wait_for` polls with a timeout.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -24,6 +26,7 @@ from jobs.schema import FINISHED
 from jobs.supervisor import Supervisor
 from service.api import Workbench
 from tests.conftest import sentiment_rows, write_csv
+from tests.pg_server import PostgresServer, running_server, wait_connectable, why_unavailable
 
 JOB_TIMEOUT = 180.0  # generous: the machine may be shared with other training runs
 
@@ -38,14 +41,36 @@ def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
-def make_settings(root: Path) -> Settings:
-    """Settings for an isolated data folder and database under ``root``."""
+def make_settings(root: Path, db_url: str | None = None) -> Settings:
+    """Settings for an isolated data folder under ``root``, with its own SQLite database
+    there unless ``db_url`` names another (a PostgreSQL database of the test's own)."""
     data = root / "data"
     return Settings(
         data_dir=data,
         models_cache=Settings.from_env().models_cache,
-        db_url=f"sqlite:///{data / 'workbench.db'}",
+        db_url=db_url or f"sqlite:///{data / 'workbench.db'}",
     )
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[PostgresServer]:
+    """One real PostgreSQL server for the session (skips with the reason when impossible)."""
+    reason = why_unavailable()
+    if reason:
+        pytest.skip(reason)
+    with running_server() as server:
+        wait_connectable(server)
+        yield server
+
+
+# Every test that takes ``settings`` (and so ``bench``, ``supervisors``, ``processes``) runs
+# once on SQLite and once on PostgreSQL: the whole jobs suite on both engines.
+ENGINES = ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
+
+
+@pytest.fixture(params=ENGINES)
+def engine_name(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
 
 
 def quick_job(data: Path, **overrides: Any) -> dict[str, Any]:
@@ -105,12 +130,30 @@ def kill_workers(settings: Settings) -> None:
             os.killpg(pid, signal.SIGKILL)
 
 
+@contextlib.contextmanager
+def engine_settings(root: Path, engine: str, request: pytest.FixtureRequest) -> Iterator[Settings]:
+    """Settings for a data folder under ``root`` and a database of its own on ``engine``
+    ("sqlite" or "postgresql": a new database on the session's server); afterwards leftover
+    workers are killed and a PostgreSQL database is dropped."""
+    if engine == "sqlite":
+        s = make_settings(root)
+        yield s
+        kill_workers(s)
+        return
+    server: PostgresServer = request.getfixturevalue("postgres")
+    s = make_settings(root, server.new_database())
+    try:
+        yield s
+    finally:
+        kill_workers(s)
+        server.drop_database(s.db_url)
+
+
 @pytest.fixture
-def settings(tmp_path: Path) -> Iterator[Settings]:
-    """An isolated data folder + database; leftover workers are killed afterwards."""
-    s = make_settings(tmp_path)
-    yield s
-    kill_workers(s)
+def settings(tmp_path: Path, engine_name: str, request: pytest.FixtureRequest) -> Iterator[Settings]:
+    """An isolated data folder + database (SQLite or PostgreSQL), cleaned up afterwards."""
+    with engine_settings(tmp_path, engine_name, request) as s:
+        yield s
 
 
 @pytest.fixture

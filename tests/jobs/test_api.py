@@ -14,17 +14,24 @@ from typing import Any
 import pytest
 
 from backend.errors import ConfigError
+from backend.settings import Settings
 from jobs.supervisor import Supervisor
 from service.api import Workbench
 from tests.conftest import sentiment_rows, write_csv
-from tests.jobs.conftest import kill_workers, make_settings, quick_job, wait_status
+from tests.jobs.conftest import ENGINES, engine_settings, kill_workers, quick_job, wait_status
 from tests.jobs.test_cli import app
 
 
-@pytest.fixture(scope="module")
-def finished(tmp_path_factory: pytest.TempPathFactory, data_dir: Path) -> Iterator[dict[str, Any]]:
+@pytest.fixture(scope="module", params=ENGINES)
+def finished(
+    tmp_path_factory: pytest.TempPathFactory, data_dir: Path, request: pytest.FixtureRequest
+) -> Iterator[dict[str, Any]]:
     """Three jobs submitted at once, run by one supervisor; their ids and the workbench."""
-    settings = make_settings(tmp_path_factory.mktemp("finished"))
+    with engine_settings(tmp_path_factory.mktemp("finished"), request.param, request) as settings:
+        yield from _run_three(settings, data_dir)
+
+
+def _run_three(settings: Settings, data_dir: Path) -> Iterator[dict[str, Any]]:
     bench = Workbench(settings)
     ids = [
         bench.submit(quick_job(data_dir / "tiny.csv", method_config={"rank": 2}, lr="auto")),

@@ -18,6 +18,7 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.exc import OperationalError
 
+from backend.settings import Settings
 from jobs import queue
 from jobs.db import Database, is_transient, retry
 from jobs.runner import process_alive
@@ -61,8 +62,8 @@ def add_job(db: Database, **fields: object) -> int:
         return job.id
 
 
-def test_claims_count_every_supervisors_jobs_and_held_gpus(tmp_path: Path) -> None:
-    db = Database(f"sqlite:///{tmp_path / 'q.db'}")
+def test_claims_count_every_supervisors_jobs_and_held_gpus(settings: Settings) -> None:
+    db = Database(settings.db_url)
     gpu_jobs = [add_job(db) for _ in range(3)]
     cpu_job = add_job(db, config={"device": "cpu"})
     # Two supervisors of one host, a limit of 3 jobs and 2 GPUs between them.
@@ -78,8 +79,8 @@ def test_claims_count_every_supervisors_jobs_and_held_gpus(tmp_path: Path) -> No
     assert queue.claim_next(db, "a", "host", limit=3, gpus=2) is None  # nothing queued any more
 
 
-def test_a_lost_success_is_recorded_from_the_outcome_file(tmp_path: Path) -> None:
-    db = Database(f"sqlite:///{tmp_path / 'q.db'}")
+def test_a_lost_success_is_recorded_from_the_outcome_file(tmp_path: Path, settings: Settings) -> None:
+    db = Database(settings.db_url)
     out = tmp_path / "job"
     (out / "checkpoint" / "epoch-0001").mkdir(parents=True)
     job_id = add_job(db, status=RUNNING, artifact_dir=str(out), log_path=str(out / "job.log"))
@@ -93,8 +94,10 @@ def test_a_lost_success_is_recorded_from_the_outcome_file(tmp_path: Path) -> Non
     assert "recorded from its outcome.json" in (out / "job.log").read_text()
 
 
-def test_a_full_disk_does_not_keep_a_job_running(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    db = Database(f"sqlite:///{tmp_path / 'q.db'}")
+def test_a_full_disk_does_not_keep_a_job_running(
+    tmp_path: Path, settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = Database(settings.db_url)
     job_id = add_job(db, status=RUNNING, log_path=str(tmp_path / "job.log"))
 
     def full(*args: object, **kwargs: object) -> None:

@@ -4,14 +4,12 @@
 1 and 2 wrote to disk (version 2: what ``create_all`` made, per database). They must never
 change: they stand for the databases users already have.
 
-The PostgreSQL cases run only when ``WORKBENCH_TEST_POSTGRES_URL`` names a database the
-test may fill and empty (e.g. ``postgresql+psycopg://postgres@127.0.0.1:5432/workbench_test``,
-with ``psycopg`` installed); the tables are dropped before and after.
+The PostgreSQL cases run on the session's real server (``tests/pg_server.py``), each in a
+database of its own.
 """
 
 from __future__ import annotations
 
-import os
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -276,8 +274,6 @@ INSERT INTO metrics (job_id, step, epoch, name, value, time) VALUES
     (2, 3, 2, 'layer_accuracy', 0.7, 1704164652.0),
     (2, 3, 2, 'layer_macro_f1', 0.66, 1704164652.0);
 """
-V2_TABLES = ("metrics", "jobs", "datasets", "supervisors", "schema_version")
-POSTGRES_URL = os.environ.get("WORKBENCH_TEST_POSTGRES_URL")
 
 
 def statements(script: str) -> list[str]:
@@ -285,12 +281,7 @@ def statements(script: str) -> list[str]:
     return [part.strip() for part in script.split(";") if part.strip()]
 
 
-def drop_v2_tables(url: str) -> None:
-    with make_engine(url).begin() as conn:
-        conn.execute(text(f"DROP TABLE IF EXISTS {', '.join(V2_TABLES)} CASCADE"))
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
 def v2_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     """A database exactly as version 2 of the app made it, with a sweep stored the old way."""
     if request.param == "sqlite":
@@ -298,14 +289,15 @@ def v2_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
             conn.executescript(V2_SQLITE_DDL + V2_ROWS)
         yield f"sqlite:///{tmp_path / 'v2.db'}"
         return
-    if not POSTGRES_URL:
-        pytest.skip("set WORKBENCH_TEST_POSTGRES_URL to a PostgreSQL database this test may fill and empty")
-    drop_v2_tables(POSTGRES_URL)
-    with make_engine(POSTGRES_URL).begin() as conn:
+    server = request.getfixturevalue("postgres")  # the session's real server (or a skip)
+    url = server.new_database()
+    engine = make_engine(url)
+    with engine.begin() as conn:
         for statement in statements(V2_POSTGRES_DDL + V2_ROWS):
             conn.exec_driver_sql(statement)
-    yield POSTGRES_URL
-    drop_v2_tables(POSTGRES_URL)
+    engine.dispose()
+    yield url
+    server.drop_database(url)
 
 
 def test_version_3_moves_sweep_results_from_epoch_to_layer(v2_url: str, tmp_path: Path) -> None:

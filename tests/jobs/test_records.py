@@ -13,13 +13,14 @@ from typing import Any
 
 import pytest
 
+from backend.settings import Settings
 from jobs import views
 from jobs.records import LearningRate
 from jobs.schema import Job
 from jobs.supervisor import Supervisor
 from service import records
 from service.api import Workbench
-from tests.jobs.conftest import kill_workers, make_settings, quick_job, wait_status
+from tests.jobs.conftest import ENGINES, engine_settings, kill_workers, quick_job, wait_status
 
 
 def assert_record(value: Mapping[str, Any], record: Any) -> None:
@@ -31,10 +32,16 @@ def assert_record(value: Mapping[str, Any], record: Any) -> None:
     assert not missing and not extra, f"{record.__name__}: missing {sorted(missing)}, extra {sorted(extra)}"
 
 
-@pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory, data_dir: Path) -> Iterator[dict[str, Any]]:
-    """A workbench with a dataset, a finished probe sweep and a queued LoRA job."""
-    settings = make_settings(tmp_path_factory.mktemp("records"))
+@pytest.fixture(scope="module", params=ENGINES)
+def built(
+    tmp_path_factory: pytest.TempPathFactory, data_dir: Path, request: pytest.FixtureRequest
+) -> Iterator[dict[str, Any]]:
+    """A workbench with a dataset, a finished probe sweep and a queued LoRA job (per engine)."""
+    with engine_settings(tmp_path_factory.mktemp("records"), request.param, request) as settings:
+        yield from _build(settings, data_dir)
+
+
+def _build(settings: Settings, data_dir: Path) -> Iterator[dict[str, Any]]:
     bench = Workbench(settings)
     config = quick_job(data_dir / "tiny.csv", method="probe", method_config={"sweep_layers": True})
     probe = bench.submit(config)

@@ -50,8 +50,8 @@ def scalars(folder: Path) -> dict[str, list[tuple[int, float]]]:
     return {tag: [(e.step, e.value) for e in events.Scalars(tag)] for tag in events.Tags()["scalars"]}
 
 
-def test_a_job_shows_up_in_tensorboard_and_mlflow(tmp_path: Path, data_dir: Path) -> None:
-    settings = make_settings(tmp_path).with_trackers(tensorboard="on", mlflow="on")
+def test_a_job_shows_up_in_tensorboard_and_mlflow(settings: Settings, data_dir: Path) -> None:
+    settings = settings.with_trackers(tensorboard="on", mlflow="on")
     # fp32: the job's accuracy is then its best epoch's evaluation, to the last digit.
     config = quick_job(data_dir / "tiny.csv", precision="fp32", method_config={"rank": 2})
     job = run_job(settings, config)
@@ -88,8 +88,7 @@ def test_a_job_shows_up_in_tensorboard_and_mlflow(tmp_path: Path, data_dir: Path
     assert [m.value for m in sorted(history, key=lambda m: m.step)] == [v for _, v in db["eval_accuracy"]]
 
 
-def test_trackers_are_off_unless_switched_on(tmp_path: Path, data_dir: Path) -> None:
-    settings = make_settings(tmp_path)
+def test_trackers_are_off_unless_switched_on(settings: Settings, data_dir: Path) -> None:
     assert settings.tensorboard_dir is None and settings.mlflow_uri is None
     env = worker_environment(settings, None)  # a worker never inherits the app's own switches
     assert env["WORKBENCH_TENSORBOARD"] == "off" and env["WORKBENCH_MLFLOW"] == "off"
