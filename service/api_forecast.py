@@ -81,12 +81,14 @@ class ForecastApi(WorkbenchState):
         if registry.get(method).probes_layers:  # features: one forward pass over every row, a cheap head
             train, evals = train / (fc.EVAL_SPEEDUP * epochs), evals / epochs
         share, overhead, eval_rate = self._history(device, cfg.model, method, cfg.lr == "auto")
-        shape = fc.ModelShape(
-            got.counted["total"], got.counted["trainable"], got.hidden_size, got.num_layers, cfg.quant
+        shape = _shape(
+            got.counted["total"], got.counted["trainable"], got.hidden_size, got.num_layers, cfg.quant, method
         )
         longest = min(cfg.max_length, max(got.lengths, default=1))
         batch = min(cfg.batch_size, max(1, plan["train_rows"]))  # no batch holds more rows than there are
-        peak = fc.memory_mb(shape, batch, longest, base_mb=self._base_mb(device) or fc.PROCESS_BASE_MB)
+        peak = fc.memory_mb(
+            shape, batch, longest, base_mb=self._base_mb(device, method) or fc.PROCESS_BASE_MB
+        )
         result = fc.forecast_run(
             train_tokens=train, eval_tokens=evals, epochs=epochs, throughput=throughput, source=source,
             search_share=share, peak_mb=peak, eval_throughput=eval_rate,
@@ -190,13 +192,18 @@ class ForecastApi(WorkbenchState):
             )
         return DEFAULT_MFU * peak / flops, "a first guess (no finished run here yet): it improves after one"
 
-    def _base_mb(self, device: str) -> float | None:
-        """The process's own memory, fitted to the peaks of finished runs here."""
+    def _base_mb(self, device: str, method: str) -> float | None:
+        """The process's own memory, fitted to the peaks of finished runs here of the same kind
+        (probes or trained models: a probe's process never holds an optimizer or a search's
+        candidate copies, and was forecast 81% over when fitted to training runs)."""
         from backend.catalogue import model_info
-        from backend.forecast import ModelShape, fit_base_mb
+        from backend.forecast import fit_base_mb
 
+        probes = registry.get(method).probes_layers
+        finished = self._finished(device)
+        same_kind = [j for j in finished if registry.get(j.method).probes_layers == probes]
         samples = []
-        for job in self._finished(device)[:10]:
+        for job in (same_kind or finished)[:10]:
             s, cfg = job.summary or {}, job.config or {}
             if not (s.get("peak_rss_mb") and s.get("trainable_params") and s.get("total_params")):
                 continue
@@ -204,17 +211,22 @@ class ForecastApi(WorkbenchState):
                 info = model_info(job.model, self.settings.models_cache)
             except Exception:  # noqa: BLE001 - a hub model not cached any more: skip it
                 continue
-            shape = ModelShape(
-                s["total_params"],
-                s["trainable_params"],
-                info.hidden_size,
-                info.num_layers,
-                job.quant or "none",
+            layers, quant = info.num_layers, job.quant or "none"
+            shape = _shape(
+                s["total_params"], s["trainable_params"], info.hidden_size, layers, quant, job.method
             )
             longest = s.get("longest_tokens") or cfg.get("max_length", 128)
             batch = min(cfg.get("batch_size", 32), s.get("train_rows") or 10**9)
             samples.append((shape, batch, longest, s["peak_rss_mb"]))
         return fit_base_mb(samples)
+
+
+def _shape(total: int, trainable: int, hidden: int, layers: int, quant: str, method: str) -> Any:
+    """The memory model's view of a run. A probe computes its features without gradients, so
+    only the layer being computed holds activations, not every layer as in training."""
+    from backend.forecast import ModelShape
+
+    return ModelShape(total, trainable, hidden, 1 if registry.get(method).probes_layers else layers, quant)
 
 
 def describe(result: Any, epochs: int, available_mb: float, device: str, advice: str, stops: bool) -> str:
