@@ -16,11 +16,12 @@ install: $(STAMP)
 
 # Debian's chromium for the browser tests (skipped with a reason when it cannot be installed).
 browser:
-	@bash scripts/install_browser.sh
+	@bash scripts/install_debian.sh chromium "test -x /usr/bin/chromium" "the browser tests"
 
 # Debian's PostgreSQL for the tests that run the jobs suite on it (skipped with a reason without).
 postgres:
-	@bash scripts/install_postgres.sh
+	@bash scripts/install_debian.sh postgresql "command -v initdb || compgen -G '/usr/lib/postgresql/*/bin/initdb'" \
+		"the PostgreSQL tests"
 
 run: install
 	$(PY) app.py $(ARGS)

@@ -1,5 +1,5 @@
 """A real PostgreSQL server for the tests: Debian's binaries, a fresh cluster in a temporary
-folder, on a free port, for one test session (``scripts/install_postgres.sh`` installs them).
+folder, on a free port, for one test session (``make postgres`` installs them).
 
 PostgreSQL refuses to run as root, and CI runs as root: there the server runs as the
 ``postgres`` user the Debian package creates (through ``runuser``). Connections use TCP on
@@ -39,7 +39,7 @@ def _free_port() -> int:
 def why_unavailable() -> str | None:
     """None if a server can be started here, else the reason the PostgreSQL tests skip."""
     if _bin("initdb") is None or _bin("pg_ctl") is None:
-        return "PostgreSQL's initdb/pg_ctl are not installed (scripts/install_postgres.sh installs them)"
+        return "PostgreSQL's initdb/pg_ctl are not installed (make postgres installs them)"
     if os.geteuid() == 0 and (shutil.which("runuser") is None or _user_missing("postgres")):
         return "running as root without a 'postgres' user to run the server as"
     return None
