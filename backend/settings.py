@@ -45,12 +45,20 @@ class Settings:
     jobs_cache_seconds: float = 0.0
     tensorboard_dir: Path | None = None  # event files go to <tensorboard_dir>/job-<id>/
     mlflow_uri: str | None = None  # a tracking URI; switched on alone: default_mlflow_uri
+    # Where jobs run (jobs.runner): "local" worker processes, or "ray", submitted through the
+    # Ray Jobs API to the cluster at ray_address (None: RAY_ADDRESS or a cluster started on
+    # this machine). WORKBENCH_RUNNER / WORKBENCH_RAY_ADDRESS / WORKBENCH_RAY_CPUS, or the
+    # flags --runner / --ray-address. A Ray job asks for ray_cpus_per_job CPUs (or one GPU).
+    runner: str = "local"
+    ray_address: str | None = None
+    ray_cpus_per_job: float = 1.0
 
     @classmethod
     def from_env(cls) -> Settings:
         """Read ``WORKBENCH_DATA_DIR``, ``WORKBENCH_MODELS_CACHE``, ``WORKBENCH_DB_URL``,
         ``WORKBENCH_MAX_UPLOAD_MB``, ``WORKBENCH_MAX_ROWS``, ``WORKBENCH_JOBS_CACHE_SECONDS``,
-        ``WORKBENCH_TENSORBOARD`` and ``WORKBENCH_MLFLOW``."""
+        ``WORKBENCH_TENSORBOARD``, ``WORKBENCH_MLFLOW``, ``WORKBENCH_RUNNER``,
+        ``WORKBENCH_RAY_ADDRESS`` and ``WORKBENCH_RAY_CPUS``."""
         data_dir = Path(os.environ.get("WORKBENCH_DATA_DIR", PROJECT_ROOT / "runs")).resolve()
         models_cache = Path(os.environ.get("WORKBENCH_MODELS_CACHE", PROJECT_ROOT / "models_cache")).resolve()
         db_url = os.environ.get("WORKBENCH_DB_URL", f"sqlite:///{data_dir / 'workbench.db'}")
@@ -61,6 +69,9 @@ class Settings:
             max_upload_mb=_env_int("WORKBENCH_MAX_UPLOAD_MB", cls.max_upload_mb),
             max_rows=_env_int("WORKBENCH_MAX_ROWS", cls.max_rows),
             jobs_cache_seconds=float(os.environ.get("WORKBENCH_JOBS_CACHE_SECONDS", "1.0")),
+            runner=os.environ.get("WORKBENCH_RUNNER", "local").strip().lower() or "local",
+            ray_address=os.environ.get("WORKBENCH_RAY_ADDRESS") or None,
+            ray_cpus_per_job=_env_float("WORKBENCH_RAY_CPUS", cls.ray_cpus_per_job),
         )
         return settings.with_trackers(
             tensorboard=os.environ.get(TENSORBOARD_ENV), mlflow=os.environ.get(MLFLOW_ENV)
@@ -87,6 +98,22 @@ class Settings:
             TENSORBOARD_ENV: str(self.tensorboard_dir) if self.tensorboard_dir else "off",
             MLFLOW_ENV: self.mlflow_uri or "off",
         }
+
+    def check_runner(self) -> Settings:
+        """Self, once the runner settings make sense; else a ConfigError saying what to fix.
+
+        A cluster's workers write into the artifact root, so it must be writable here
+        (each worker checks it again on its own node: jobs.worker)."""
+        if self.runner not in RUNNERS:
+            raise ConfigError(f"unknown runner {self.runner!r}: choose one of {', '.join(RUNNERS)}")
+        if self.runner == "local":
+            return self
+        if self.ray_cpus_per_job <= 0:
+            raise ConfigError(f"WORKBENCH_RAY_CPUS must be above 0, not {self.ray_cpus_per_job}")
+        problem = artifact_root_problem(self.artifacts_dir)
+        if problem is not None:
+            raise ConfigError(problem)
+        return self
 
     def with_(self, **changes: object) -> Settings:
         """A copy with some fields changed (e.g. from CLI flags)."""
@@ -125,6 +152,40 @@ def _switch(text: str) -> str | bool:
     if word.lower() in _OFF:
         return False
     return True if word.lower() in _ON else word
+
+
+RUNNERS = ("local", "ray")
+
+
+def artifact_root_problem(root: Path) -> str | None:
+    """None if this machine can write into ``root``; else what is wrong, for the user.
+
+    On a cluster every node must mount the same shared artifact root at the same path."""
+    import socket
+    import uuid
+
+    probe = root / f".write-check-{socket.gethostname()}-{uuid.uuid4().hex[:8]}"
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        probe.write_bytes(b"ok")
+        probe.unlink()
+    except OSError as exc:
+        return (
+            f"{socket.gethostname()} cannot write the artifact root {root} ({exc.strerror or exc}): "
+            "every node must mount the shared artifact root at this path, writable "
+            "(README: Running on a cluster)"
+        )
+    return None
+
+
+def _env_float(name: str, default: float) -> float:
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return default
+    try:
+        return float(text)
+    except ValueError as exc:
+        raise ConfigError(f"{name} must be a number, not {text!r}") from exc
 
 
 def _env_int(name: str, default: int) -> int:

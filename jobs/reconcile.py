@@ -1,7 +1,8 @@
 """Reconciling running jobs that no live supervisor looks after, and hung workers.
 
 At a supervisor's start, and every few seconds after, it looks at every running job: a
-live worker on this host that nobody looks after is adopted, a dead one's job is ended;
+live worker it can reach (on this host; on any node for a cluster runner such as Ray)
+that nobody looks after is adopted, a dead one's job is ended;
 a job on another host that has stopped heartbeating for ``STALE_SECONDS`` is ended; and
 a worker on this host that stopped heartbeating for ``hung_seconds`` (stopped,
 deadlocked) is killed and its job failed, judged only while the database has been
@@ -18,7 +19,7 @@ import logging
 import time
 
 from jobs.db import Database
-from jobs.queue import running_jobs, take_over
+from jobs.queue import running_jobs, take_over, update_running
 from jobs.runner import Handle, Runner
 from jobs.schema import Job, SupervisorRow, utcnow
 from jobs.stopped_worker import end_stopped_worker
@@ -45,26 +46,33 @@ class Reconciler:
         owners = supervisors(self.db)
         judge_hung = time.monotonic() - self._writable_since >= self.hung_seconds
         for job in running_jobs(self.db):
-            looked_after = job.id in self.handles or owner_alive(owners.get(job.claimed_by or ""), self.host)
-            if job.worker_host != self.host:
+            ours = job.id in self.handles
+            looked_after = ours or owner_alive(owners.get(job.claimed_by or ""), self.host)
+            # A cluster runner reaches a worker on any node; the local one only this host's.
+            if not (self.runner.cluster_wide or job.worker_host == self.host):
                 if not looked_after and not fresh(job.heartbeat_at, STALE_SECONDS):
                     self._end_orphan(
                         job, f"no heartbeat from {job.worker_host} for over {STALE_SECONDS:.0f} s"
                     )
             elif not looked_after:
                 self._adopt_or_end(job, at_start)
-            elif judge_hung and not fresh(job.heartbeat_at, self.hung_seconds):
+            elif ours and self.handles[job.id].waiting:
+                # Queued in the cluster, no worker yet: the supervisor beats for it, so that
+                # the worker's first heartbeat is not judged late once it starts.
+                update_running(self.db, job.id, heartbeat_at=utcnow())
+            elif (ours or job.worker_host == self.host) and judge_hung and self._silent(job):
                 self._end_hung(job)
         self._prune_supervisors(owners)
 
+    def _silent(self, job: Job) -> bool:
+        return not fresh(job.heartbeat_at, self.hung_seconds)
+
     def _adopt_or_end(self, job: Job, at_start: bool) -> None:
-        handle = None
-        if job.worker_pid is not None:
-            handle = self.runner.attach(job.id, job.worker_pid, job.worker_started or 0.0)
+        handle = self.runner.attach(job)
         if handle is not None:
             if take_over(self.db, job.id, job.claimed_by, self.token):
                 self.handles[job.id] = handle
-                log.info("job %d: adopted live worker pid %d", job.id, handle.pid)
+                log.info("job %d: adopted its live worker %s", job.id, handle.ref or f"pid {handle.pid}")
             return
         when = "at supervisor start" if at_start else "after its supervisor stopped"
         self._end_orphan(job, f"found dead {when}")
@@ -73,9 +81,7 @@ class Reconciler:
         """A worker on this host (ours or a live peer's) stopped heartbeating: kill it, fail the job."""
         silent = (utcnow() - job.heartbeat_at).total_seconds() if job.heartbeat_at else self.hung_seconds
         reason = f"worker hung: no heartbeat for {silent:.0f} s"
-        handle = self.handles.get(job.id)
-        if handle is None and job.worker_pid is not None:
-            handle = self.runner.attach(job.id, job.worker_pid, job.worker_started or 0.0)
+        handle = self.handles.get(job.id) or self.runner.attach(job)
         if handle is not None:
             if job.id in self.handles:  # killed first: should the write below fail, the reaper
                 self._kill_reasons[job.id] = self._hung[job.id] = reason  # records the same reason

@@ -83,6 +83,7 @@ class JobRow(TypedDict):
     resumed_from: int | None
     rerun_of: int | None  # launched from that job's settings ("run again")
     cancel_requested: bool
+    where: str | None  # node and device, e.g. "node-3 · GPU 1" (jobs.views.where)
 
 
 class JobDetail(JobRow):

@@ -1,7 +1,8 @@
-"""Where a job runs, behind one small interface: today a local OS process per job.
+"""Where a job runs, behind one small interface: a local OS process per job, or a Ray job.
 
-A cluster engine (a later issue) implements the same :class:`Runner` protocol; the
-supervisor only ever starts, polls and kills handles.
+:class:`LocalProcessRunner` (the default) starts ``python -m jobs.worker ID`` on this
+machine; ``jobs.ray_runner.RayRunner`` submits the same command to a Ray cluster. The
+supervisor only ever starts, polls, attaches and stops handles (``make_runner`` picks one).
 """
 
 from __future__ import annotations
@@ -19,17 +20,23 @@ from typing import Protocol
 import psutil
 
 from backend.settings import PROJECT_ROOT, Settings
+from jobs.schema import Job
 
 WORKER_NICENESS = 10  # training yields the CPU to the web app and the supervisor
 EXIT_UNKNOWN = -1000  # poll() of a re-attached process: gone, but not our child to reap
 # A worker whose training finished but whose final database write kept failing: it leaves
 # its checkpoint (and its outcome file) so that the job is recorded or resumed later.
 EXIT_NOT_RECORDED = 3
+CLUSTER_JOB_ENV = "WORKBENCH_CLUSTER_JOB"  # set for a worker a cluster runs: its submission id
 
 
 @dataclass
 class Handle:
-    """A started worker. ``process`` is None for one re-attached after a restart."""
+    """A started worker. ``process`` is None for one re-attached after a restart.
+
+    A cluster job has no pid here (0): ``ref`` names it to the cluster, ``waiting`` says it
+    still waits for resources there, and ``reason`` is the cluster's word on how it ended.
+    """
 
     job_id: int
     pid: int
@@ -37,17 +44,28 @@ class Handle:
     host: str
     gpu: int | None = None
     process: subprocess.Popen[bytes] | None = None
+    ref: str | None = None
+    waiting: bool = False
+    reason: str | None = None
 
 
 class Runner(Protocol):
     """Starts, watches and stops the process that runs one job."""
 
+    # True when this runner reaches workers on every host (a cluster), not only this one:
+    # its supervisor may then adopt and judge any job, wherever its worker runs.
+    cluster_wide: bool
+
     def start(self, job_id: int, *, log_path: Path, gpu: int | None = None) -> Handle:
         """Launch the worker for ``job_id`` (already claimed), output appended to ``log_path``."""
         ...
 
-    def attach(self, job_id: int, pid: int, started: float) -> Handle | None:
-        """Re-attach to a worker launched earlier (e.g. before a restart); None if it is gone."""
+    def attach(self, job: Job) -> Handle | None:
+        """Re-attach to ``job``'s worker launched earlier (e.g. before a restart); None if gone."""
+        ...
+
+    def slots(self) -> int:
+        """How many jobs to run at once by default (this machine's, or the cluster's)."""
         ...
 
     def poll(self, handle: Handle) -> int | None:
@@ -123,6 +141,8 @@ def worker_environment(settings: Settings, gpu: int | None) -> dict[str, str]:
 class LocalProcessRunner:
     """One ``python -m jobs.worker ID`` process per job, in its own session, at low priority."""
 
+    cluster_wide = False
+
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.host = socket.gethostname()
@@ -151,10 +171,16 @@ class LocalProcessRunner:
             pass  # already gone: the next poll reports its exit code
         return Handle(job_id, process.pid, started, self.host, gpu, process)
 
-    def attach(self, job_id: int, pid: int, started: float) -> Handle | None:
-        if not process_alive(pid, started):
+    def slots(self) -> int:
+        return default_concurrency(gpu_count())
+
+    def attach(self, job: Job) -> Handle | None:
+        if job.worker_pid is None or job.worker_host != self.host:
             return None
-        return Handle(job_id, pid, started, self.host)
+        started = job.worker_started or 0.0
+        if not process_alive(job.worker_pid, started):
+            return None
+        return Handle(job.id, job.worker_pid, started, self.host)
 
     def poll(self, handle: Handle) -> int | None:
         if handle.process is not None:
@@ -174,6 +200,15 @@ class LocalProcessRunner:
             return
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(handle.pid, signum)  # its session's group: the worker's own pid
+
+
+def make_runner(settings: Settings) -> Runner:
+    """The runner ``settings.runner`` names ("local" or "ray")."""
+    if settings.runner == "ray":
+        from jobs.ray_runner import RayRunner  # ray is imported only by whoever uses it
+
+        return RayRunner(settings)
+    return LocalProcessRunner(settings)
 
 
 def gpu_count() -> int:

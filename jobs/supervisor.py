@@ -36,7 +36,7 @@ from backend.settings import Settings
 from jobs import queue
 from jobs.db import Database, is_transient, retry
 from jobs.reconcile import Reconciler
-from jobs.runner import Handle, LocalProcessRunner, Runner, default_concurrency, describe_exit, gpu_count
+from jobs.runner import Handle, Runner, describe_exit, gpu_count, make_runner
 from jobs.schema import FAILED, Job, SupervisorRow, utcnow
 from jobs.stopped_worker import end_stopped_worker
 from jobs.supervisor_registry import (
@@ -75,9 +75,10 @@ class Supervisor(Reconciler):
     ) -> None:
         self.settings = settings
         self.db = Database(settings.db_url)
-        self.gpus = gpu_count()
-        self.max_concurrent = max_concurrent or default_concurrency(self.gpus)
-        self.runner: Runner = runner or LocalProcessRunner(settings)
+        self.runner: Runner = runner or make_runner(settings)
+        # GPU indices are ours to hand out on this host; a cluster places GPU jobs itself.
+        self.gpus = 0 if self.runner.cluster_wide else gpu_count()
+        self.max_concurrent = max_concurrent or self.runner.slots()
         self.only_jobs = only_jobs  # None: the whole queue (``submit --wait`` narrows it)
         self.only_sweeps = only_sweeps  # with only_jobs: these sweeps' new trials run too
         self.poll_seconds = poll_seconds
@@ -196,9 +197,11 @@ class Supervisor(Reconciler):
 
     def _fill_slots(self) -> None:
         while len(self.handles) < self.max_concurrent and not self._stop.is_set():
-            # The limit is checked again in the database, against every supervisor's jobs.
+            # The limit is checked again in the database, against every supervisor's jobs on
+            # this host; a cluster's jobs run elsewhere, and the cluster queues what does not fit.
+            limit = None if self.runner.cluster_wide else self.max_concurrent
             job_id = queue.claim_next(
-                self.db, self.token, self.host, self.only_jobs, limit=self.max_concurrent, gpus=self.gpus
+                self.db, self.token, self.host, self.only_jobs, limit=limit, gpus=self.gpus
             )
             if job_id is None:
                 return
@@ -227,21 +230,17 @@ class Supervisor(Reconciler):
             )
             return
         self.handles[job_id] = handle
-        log.info(
-            "job %d: started worker pid %d%s",
-            job_id,
-            handle.pid,
-            f" on GPU {job.gpu}" if job.gpu is not None else "",
+        where = handle.ref or f"pid {handle.pid}"
+        gpu = f" on GPU {job.gpu}" if job.gpu is not None else ""
+        log.info("job %d: started worker %s%s", job_id, where, gpu)
+        # The worker records its pid itself too, so a failure here only delays it. A cluster
+        # job has no pid or node until its worker starts there and records them.
+        worker = (
+            {}
+            if handle.ref is not None
+            else {"worker_pid": handle.pid, "worker_host": handle.host, "worker_started": handle.started}
         )
-        # The worker records its pid itself too, so a failure here only delays it.
-        queue.update_running(
-            self.db,
-            job_id,
-            worker_pid=handle.pid,
-            worker_host=handle.host,
-            worker_started=handle.started,
-            heartbeat_at=utcnow(),
-        )
+        queue.update_running(self.db, job_id, heartbeat_at=utcnow(), **worker)
 
     def _read_job(self, job_id: int) -> Job | None:
         with self.db.read() as session:
@@ -252,7 +251,7 @@ class Supervisor(Reconciler):
             code = self.runner.poll(handle)
             if code is None:
                 continue
-            reason = self._kill_reasons.get(job_id) or self._exit_reason(code)
+            reason = self._kill_reasons.get(job_id) or handle.reason or self._exit_reason(code)
             hung = self._hung.get(job_id)
             failure = f"{hung}; it was killed" if hung else None
             # Forgotten only once its end is recorded: if this raises, the next poll retries.
@@ -278,15 +277,20 @@ class Supervisor(Reconciler):
     def _enforce_cancels(self) -> None:
         """SIGTERM a worker that ignores a cancel request; SIGKILL it if SIGTERM does not help."""
         requests = queue.cancel_requests(self.db, list(self.handles))
+        # A cluster job is stopped through the cluster at once (Ray's stop_job: SIGTERM, which
+        # the worker turns into a recorded cancel); a local worker first gets time to stop itself.
+        grace = 0.0 if self.runner.cluster_wide else self.cancel_grace
         for job_id, asked_at in requests.items():
             handle = self.handles.get(job_id)
-            if handle is None or fresh(asked_at, self.cancel_grace):
+            if handle is None or (grace and fresh(asked_at, grace)):
                 continue
             terminated_at = self._terminated_at.get(job_id)
             if terminated_at is None:
                 self._terminated_at[job_id] = time.monotonic()
                 self._kill_reasons[job_id] = (
-                    f"the worker did not stop within {self.cancel_grace:.0f} s of the cancel request "
+                    f"cancelled: its cluster job {handle.ref} was stopped"
+                    if handle.ref
+                    else f"the worker did not stop within {grace:.0f} s of the cancel request "
                     "and was told to stop (SIGTERM)"
                 )
                 self.runner.terminate(handle)

@@ -95,7 +95,18 @@ def job_row(job: Job, dataset_name: str | None) -> JobRow:
         "resumed_from": job.resumed_from_id,
         "rerun_of": job.rerun_of_id,
         "cancel_requested": job.cancel_requested_at is not None,
+        "where": where(job),
     }
+
+
+def where(job: Job) -> str | None:
+    """The node and device a job runs on, e.g. "node-3 · GPU 1" (None before a worker starts).
+
+    Shown to every caller: on a cluster, which machine holds a job is what a team asks first."""
+    if job.worker_host is None or job.started_at is None:
+        return None
+    device = f"GPU {job.gpu}" if job.gpu is not None else job.device
+    return f"{job.worker_host} · {device}" if device else job.worker_host
 
 
 def job_detail(job: Job, dataset_name: str | None, series: Series, log_tail: int) -> JobDetail:

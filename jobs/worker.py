@@ -23,14 +23,14 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from backend.settings import Settings, apply_environment
+from backend.settings import Settings, apply_environment, artifact_root_problem
 from backend.training.callbacks import TrainingCancelled, TrialPruned
 from jobs import queue
 from jobs.db import Database, retry
 from jobs.heartbeat import Heartbeat, StopSignal, signal_self
 from jobs.outcome import RECORD_ATTEMPTS, exit_code, explain_failure, record_success
 from jobs.reporting import JobLog, JobReporter
-from jobs.runner import process_start_time
+from jobs.runner import CLUSTER_JOB_ENV, process_start_time
 from jobs.schema import CANCELLED, FAILED, PRUNED, RUNNING, Job, Sweep, utcnow
 from jobs.trackers import open_trackers
 
@@ -113,6 +113,14 @@ def run_job(db: Database, job: Job, settings: Settings, log: JobLog, stop: StopS
     return record_success(db, job, summary, reporter.rows_written, log)
 
 
+def cluster_gpu() -> int | None:
+    """The one GPU this process may see, as CUDA_VISIBLE_DEVICES names it (Ray sets it)."""
+    if not os.environ.get(CLUSTER_JOB_ENV):
+        return None
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "").strip()
+    return int(visible) if visible.isdigit() else None
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point; exit 0 once the job's outcome is recorded (or there was nothing to do),
     1 if something else had ended the job, ``EXIT_NOT_RECORDED`` if success could not be."""
@@ -130,12 +138,21 @@ def main(argv: list[str] | None = None) -> int:
     if job is None or job.status != RUNNING:
         print(f"job {job_id} is not claimed for running; nothing to do", file=sys.stderr)
         return 0
+    # On a cluster this node may not mount the shared artifact root: say so, and run nothing.
+    problem = artifact_root_problem(Path(job.artifact_dir or settings.artifacts_dir / "x").parent)
+    if problem is not None:
+        print(f"error: {problem}", file=sys.stderr)
+        queue.finish(db, job_id, FAILED, attempts=RECORD_ATTEMPTS, error=problem, error_kind="user")
+        return 0
     log = JobLog(Path(job.log_path or settings.artifacts_dir / f"job-{job_id}" / "job.log"))
     pid, host = os.getpid(), socket.gethostname()
     started = process_start_time(pid)
+    # A GPU that a cluster (Ray) gave this process, for the Runs view's Where column; a
+    # local supervisor already recorded the one it chose.
+    gpu = {"gpu": cluster_gpu()} if job.gpu is None and cluster_gpu() is not None else {}
     retry(
         lambda: queue.update_running(
-            db, job_id, worker_pid=pid, worker_host=host, worker_started=started, heartbeat_at=utcnow()
+            db, job_id, worker_pid=pid, worker_host=host, worker_started=started, heartbeat_at=utcnow(), **gpu
         ),
         what=f"job {job_id}: recording the worker",
     )

@@ -156,7 +156,23 @@ class Workbench(DatasetsApi, CatalogueApi, ArtifactsApi, SweepsApi, AnalysisApi,
             job = self._job(session, job_id)
             names = views.dataset_names(session, [job])
             series = views.series(session, job_id)
-        return views.job_detail(job, names.get(job.dataset_id or -1), series, log_tail)
+        detail = views.job_detail(job, names.get(job.dataset_id or -1), series, log_tail)
+        if self.settings.runner == "ray" and log_tail > 0 and job.started_at is not None:
+            detail["log"] += self._cluster_log(job, log_tail)
+        return detail
+
+    def _cluster_log(self, job: Job, lines: int) -> list[str]:
+        """The tail Ray keeps of the job's output (the worker's own log above it is the job's
+        story; Ray's holds what only the node saw: set-up, crashes before the log opened)."""
+        from jobs.ray_runner import RayRunner  # ray loads only for a Ray deployment
+
+        try:
+            if self._ray is None:
+                self._ray = RayRunner(self.settings)
+            tail = self._ray.logs(job, lines)
+        except Exception as exc:  # noqa: BLE001 - the job's page must open without the cluster
+            return [f"(Ray's log of this job could not be read: {exc})"]
+        return ["── the job's output as its Ray node saw it:", *tail] if tail else []
 
     def supervisor_running(self) -> bool:
         """True if a live supervisor is watching this database's queue."""

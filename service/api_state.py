@@ -20,6 +20,7 @@ class WorkbenchState:
         self._predictors: dict[str, Any] = {}
         self._jobs_cache: tuple[float, int, list[Any]] | None = None  # (when, db generation, rows)
         self._tokenizer: Any = None
+        self._ray: Any = None  # a jobs.ray_runner.RayRunner, made on first need (runner "ray")
         # One lock around everything that may import transformers: its lazy module is
         # not thread-safe on first import, and the UI calls in from several threads.
         self._lock = threading.RLock()

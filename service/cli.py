@@ -23,6 +23,7 @@ from backend.settings import Settings
 from backend.training.callbacks import Callback, EpochInfo, StepInfo
 from service.cli_args import add_train_arguments, train_config_from_args
 from service.cli_jobs import JOB_COMMANDS, add_job_commands, export_job
+from service.cli_runner import add_runner_arguments
 from service.cli_sweep import add_sweep_command, cmd_sweep
 
 
@@ -131,10 +132,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--db-url", help="job database URL (default: WORKBENCH_DB_URL or sqlite:///<data dir>/workbench.db)"
     )
     add_tracker_arguments(parser)
+    add_runner_arguments(parser)
     # The same option after the command too; SUPPRESS keeps a value given before it.
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--db-url", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     add_tracker_arguments(common, after_command=True)
+    add_runner_arguments(common, after_command=True)
     sub = parser.add_subparsers(dest="command")
     train = sub.add_parser("train", help="train one run in this process (headless)")
     add_train_arguments(train)

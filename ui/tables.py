@@ -14,7 +14,7 @@ import pandas as pd
 from service.formatting import duration, size
 from ui.charts import run_label
 
-RUN_COLUMNS = ["ID", "Name", "Method", "Settings", "Status", "Progress", "ETA", "Accuracy"]
+RUN_COLUMNS = ["ID", "Name", "Method", "Settings", "Status", "Progress", "ETA", "Accuracy", "Where"]
 NO_LEARNING = "⚠ did not learn"
 COMPARE_COLUMNS = [
     "Run",
@@ -60,6 +60,7 @@ def runs_table(jobs: list[dict[str, Any]]) -> pd.DataFrame:
             progress(j),
             eta(j),
             flagged(number(j.get("accuracy")), j.get("learning_flag")),
+            j.get("where") or "",
         ]
         for j in jobs
     ]

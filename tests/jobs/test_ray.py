@@ -1,0 +1,137 @@
+"""Jobs on a real local Ray cluster (a head and a worker node), through the Ray Jobs API.
+
+Marked ``ray``: a cluster takes ~20 s to start, and each scenario trains real jobs on its
+node. Every test takes ``settings``, so each scenario runs with the database on SQLite and
+on PostgreSQL. The supervisor claims from the database and submits to Ray; the worker on
+the Ray node writes progress and metrics to the database as a local worker does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from backend.settings import Settings
+from jobs.db import Database
+from jobs.ray_runner import submission_id
+from jobs.schema import Job
+from jobs.supervisor import Supervisor
+from service.api import Workbench
+from tests.jobs.conftest import long_job, quick_job, wait_for, wait_running_step, wait_status
+from tests.ray_cluster import RayCluster, running_cluster, why_unavailable
+
+pytestmark = pytest.mark.ray
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[RayCluster]:
+    reason = why_unavailable()
+    if reason:
+        pytest.skip(reason)
+    with running_cluster() as running:
+        yield running
+
+
+@pytest.fixture
+def ray_settings(settings: Settings, cluster: RayCluster) -> Settings:
+    return settings.with_(runner="ray", ray_address=cluster.dashboard_url).check_runner()
+
+
+@pytest.fixture
+def start_supervisor(ray_settings: Settings) -> Iterator[Any]:
+    started: list[Supervisor] = []
+
+    def start() -> Supervisor:
+        sup = Supervisor(ray_settings, poll_seconds=0.2).start()
+        started.append(sup)
+        return sup
+
+    yield start
+    for sup in started:
+        sup.stop(kill_workers=True)
+
+
+def ray_jobs(cluster: RayCluster) -> dict[str, str]:
+    """Every submission the cluster knows: submission id -> status."""
+    from ray.job_submission import JobSubmissionClient
+
+    listed = JobSubmissionClient(cluster.dashboard_url).list_jobs()
+    return {j.submission_id: str(j.status.value) for j in listed if j.submission_id}
+
+
+def ray_id(settings: Settings, job_id: int) -> str:
+    with Database(settings.db_url).read() as session:
+        job = session.get(Job, job_id)
+        assert job is not None
+        return submission_id(job)
+
+
+def test_jobs_run_as_ray_jobs_and_write_their_metrics(
+    ray_settings: Settings, cluster: RayCluster, start_supervisor: Any, data_dir: Path
+) -> None:
+    bench = Workbench(ray_settings)
+    ids = [bench.submit(quick_job(data_dir / "tiny.csv", lr=5e-4)) for _ in range(3)]
+    sup = start_supervisor()
+    assert sup.max_concurrent == 2  # the worker node's 2 CPUs, one per job
+    for job_id in ids:
+        job = wait_status(bench, job_id)
+        assert job["status"] == "succeeded", job["error"]
+        assert job["accuracy"] is not None and job["series"], "metrics reach the database"
+        assert job["where"] and "cpu" in job["where"], job["where"]
+    refs = [ray_id(ray_settings, i) for i in ids]  # the Ray job ends as its worker exits
+    wait_for(lambda: [ray_jobs(cluster).get(r) for r in refs] == ["SUCCEEDED"] * 3, 30, "3 Ray jobs")
+    detail = bench.get_job(ids[0], log_tail=400)
+    assert any("Running entrypoint for job" in line for line in detail["log"]), "Ray's log tail is shown"
+
+
+def test_cancel_stops_the_ray_job(
+    ray_settings: Settings, cluster: RayCluster, start_supervisor: Any, data_dir: Path
+) -> None:
+    bench = Workbench(ray_settings)
+    job_id = bench.submit(long_job(data_dir / "long.csv"))
+    start_supervisor()
+    wait_running_step(bench, job_id)
+    bench.cancel(job_id)
+    assert wait_status(bench, job_id, timeout=60)["status"] == "cancelled"
+    ref = ray_id(ray_settings, job_id)
+    wait_for(lambda: ray_jobs(cluster).get(ref) == "STOPPED", 30, "Ray to report the job stopped")
+
+
+def test_a_killed_node_fails_its_job_and_the_queue_moves_on(
+    ray_settings: Settings, cluster: RayCluster, start_supervisor: Any, data_dir: Path
+) -> None:
+    bench = Workbench(ray_settings)
+    job_id = bench.submit(long_job(data_dir / "long.csv"))
+    start_supervisor()
+    wait_running_step(bench, job_id)
+    cluster.kill_node(cluster.nodes[-1])  # the only node with CPUs: it runs the job
+    job = wait_status(bench, job_id, timeout=90)
+    assert job["status"] == "failed"
+    assert "Ray job" in job["error"] or "heartbeat" in job["error"], job["error"]
+    cluster.add_worker()
+    nxt = bench.submit(quick_job(data_dir / "tiny.csv", lr=5e-4))
+    assert wait_status(bench, nxt)["status"] == "succeeded"
+
+
+def test_a_restarted_supervisor_adopts_the_running_ray_job(
+    ray_settings: Settings, cluster: RayCluster, start_supervisor: Any, data_dir: Path
+) -> None:
+    bench = Workbench(ray_settings)
+    job_id = bench.submit(long_job(data_dir / "long.csv"))
+    first = start_supervisor()
+    running = wait_running_step(bench, job_id)
+    first.stop()  # its worker keeps running on the Ray node
+    submissions = len(ray_jobs(cluster))
+    second = start_supervisor()
+    wait_for(lambda: job_id in second.handles, 30, "the new supervisor to adopt the job")
+    ref = ray_id(ray_settings, job_id)
+    assert second.handles[job_id].ref == ref and ray_jobs(cluster)[ref] == "RUNNING"
+    assert len(ray_jobs(cluster)) == submissions, "no second Ray job"
+    step = running["step"]
+    wait_for(lambda: (bench.get_job(job_id, log_tail=0)["step"] or 0) > step, 60, "training to go on")
+    assert bench.get_job(job_id, log_tail=0)["worker_pid"] == running["worker_pid"]  # the same worker
+    bench.cancel(job_id)
+    assert wait_status(bench, job_id, timeout=60)["status"] == "cancelled"
