@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy.engine import make_url
+from sqlalchemy.engine import URL, make_url
 
 from backend.errors import ConfigError
 from backend.settings import PROJECT_ROOT, Settings
@@ -49,7 +49,9 @@ def submission_id(job: Job) -> str:
 def safe_db_url(url: str) -> str:
     """The database URL without its password: a node reads that from its own PGPASSWORD or
     ~/.pgpass (libpq), so the secret never enters Ray's job records."""
-    return make_url(url).set(password=None).render_as_string(hide_password=False)
+    u = make_url(url)  # URL.set(password=None) would keep it: None there means "unchanged"
+    bare = URL.create(u.drivername, u.username, None, u.host, u.port, u.database, u.query)
+    return bare.render_as_string(hide_password=False)
 
 
 def cluster_environment(settings: Settings) -> dict[str, str]:
