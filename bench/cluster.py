@@ -11,8 +11,13 @@ SQLite on one machine (``BEGIN IMMEDIATE``). Each reports claims per second and 
 no job was claimed twice. The PostgreSQL server is a throwaway one (``tests/pg_server.py``).
 Writes bench/CLUSTER.md.
 
-The Ray runner's figures (submit-to-first-metric latency, makespan on two nodes) come with
-the Ray runner.
+**The Ray runner** (``--ray``; ``bench/cluster_ray.py`` says how): submit-to-first-metric
+latency for the local and the Ray runner, ``--ray-jobs`` jobs on two Ray nodes (makespan
+against the sum of job times), and the database writes one training job costs, from which
+the 100-GPU estimate in the report is worked out.
+
+``--only claims`` or ``--only ray`` measures one part; the report keeps the other part's
+section from its previous run.
 """
 
 from __future__ import annotations
@@ -92,10 +97,48 @@ def measure(url: str, jobs: int, supervisors: int, same_host: bool, folder: Path
     return {"seconds": seconds, "claimed": sum(per), "per": per, "running": running, "owners": owners}
 
 
+def claim_rows(server: Any, jobs: int, supervisors: int, folder: Path) -> list[str]:
+    rows = []
+    setups = [
+        ("PostgreSQL, one host per supervisor", server.new_database(), False),
+        ("PostgreSQL, all on one host", server.new_database(), True),
+        ("SQLite (one machine)", f"sqlite:///{folder / 'claims.db'}", True),
+    ]
+    for label, url, same_host in setups:
+        m = measure(url, jobs, supervisors, same_host, folder)
+        twice = "none" if m["claimed"] == m["running"] == jobs else "SOME"
+        rows.append(
+            f"| {label} | {m['claimed']} | {m['seconds']:.2f} s | {m['claimed'] / m['seconds']:.0f} | "
+            f"{' / '.join(map(str, m['per']))} | {twice} |"
+        )
+        print(rows[-1], flush=True)
+    return [
+        "## Claim rate",
+        "",
+        f"`--jobs {jobs} --supervisors {supervisors}`: no worker starts; this is the database's side.",
+        "",
+        "| set-up | jobs claimed | time | claims/s | per supervisor | claimed twice |",
+        "|---|---:|---:|---:|---|---|",
+        *rows,
+    ]
+
+
+def sections(text: str) -> dict[str, str]:
+    """A report's "## " sections by title (the part before the first one is left out)."""
+    found: dict[str, str] = {}
+    for chunk in text.split("\n## ")[1:]:
+        title = chunk.split("\n", 1)[0]
+        found[title] = "## " + chunk.rstrip() + "\n"
+    return found
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--jobs", type=int, default=2000)
     p.add_argument("--supervisors", type=int, default=4)
+    p.add_argument("--ray-jobs", type=int, default=20)
+    p.add_argument("--repeats", type=int, default=3, help="warm jobs per runner for the latency")
+    p.add_argument("--only", choices=("claims", "ray"))
     args = p.parse_args()
     from tests.pg_server import running_server, wait_connectable, why_unavailable
 
@@ -104,36 +147,24 @@ def main() -> int:
         print(f"cannot start PostgreSQL: {reason}", file=sys.stderr)
         return 2
     folder = Path(tempfile.mkdtemp(prefix="bench-cluster-"))
-    rows = []
+    kept = sections(REPORT.read_text()) if REPORT.exists() else {}
     with running_server() as server:
         wait_connectable(server)
-        setups = [
-            ("PostgreSQL, one host per supervisor", server.new_database(), False),
-            ("PostgreSQL, all on one host", server.new_database(), True),
-            ("SQLite (one machine)", f"sqlite:///{folder / 'claims.db'}", True),
-        ]
-        for label, url, same_host in setups:
-            m = measure(url, args.jobs, args.supervisors, same_host, folder)
-            twice = "none" if m["claimed"] == m["running"] == args.jobs else "SOME"
-            rows.append(
-                f"| {label} | {m['claimed']} | {m['seconds']:.2f} s | {m['claimed'] / m['seconds']:.0f} | "
-                f"{' / '.join(map(str, m['per']))} | {twice} |"
-            )
-            print(rows[-1], flush=True)
+        if args.only != "ray":
+            claims = "\n".join(claim_rows(server, args.jobs, args.supervisors, folder)) + "\n"
+            kept["Claim rate"] = claims
+        if args.only != "claims":
+            from bench.cluster_report import ray_sections
+
+            kept.update(ray_sections(server, folder, args.ray_jobs, args.repeats))
     text = "\n".join([
-        "# The job database under several supervisors",
+        "# The job database and the Ray runner under load",
         "",
-        f"Measured {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC on {os.cpu_count()} CPU cores, Python "
-        f"{platform.python_version()}: `python bench/cluster.py --jobs {args.jobs} --supervisors "
-        f"{args.supervisors}` (protocol: the script's docstring; the supervisors and the database server "
-        "share these cores).",
+        f"Last measured {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC on {os.cpu_count()} CPU cores, "
+        f"Python {platform.python_version()}: `python bench/cluster.py {' '.join(sys.argv[1:])}`"
+        " (protocol: the scripts' docstrings; every process and the database server share these cores).",
         "",
-        "## Claim rate",
-        "",
-        "| set-up | jobs claimed | time | claims/s | per supervisor | claimed twice |",
-        "|---|---:|---:|---:|---|---|",
-        *rows,
-        "",
+        *kept.values(),
     ])  # fmt: skip
     REPORT.write_text(text)
     print(text)
