@@ -69,6 +69,8 @@ class Reconciler:
 
     def _adopt_or_end(self, job: Job, at_start: bool) -> None:
         handle = self.runner.attach(job)
+        if handle is None and job.worker_host != self.host and fresh(job.heartbeat_at, STALE_SECONDS):
+            return  # alive elsewhere, started by a runner this one cannot reach: judged once stale
         if handle is not None:
             if take_over(self.db, job.id, job.claimed_by, self.token):
                 self.handles[job.id] = handle
