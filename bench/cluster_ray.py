@@ -111,7 +111,7 @@ def _naive_utc(moment: Any) -> float:
 def counters(server: Any, url: str) -> tuple[int, int]:
     """(transactions committed, rows written) in the database so far."""
     name = url.rsplit("/", 1)[1]
-    time.sleep(1.5)  # backends flush their statistics about once a second
+    time.sleep(11)  # an idle backend flushes its statistics within 10 s (PGSTAT_IDLE_INTERVAL)
     query = (
         "SELECT xact_commit, tup_inserted + tup_updated + tup_deleted FROM pg_stat_database "
         "WHERE datname = %s"
@@ -130,7 +130,7 @@ def database_load(server: Any, settings: Settings, data: Path) -> dict[str, floa
     bench = Workbench(settings)
     supervisor = Supervisor(settings, poll_seconds=0.5).start()
     try:
-        time.sleep(5)  # started and registered
+        time.sleep(5)  # started and registered; the schema's own writes are flushed by counters()
         (c0, w0), t0 = counters(server, settings.db_url), time.monotonic()
         time.sleep(30)
         (c1, w1), t1 = counters(server, settings.db_url), time.monotonic()

@@ -97,19 +97,28 @@ class RayCluster:
         self.add_worker()
         return self
 
-    def add_worker(self) -> subprocess.Popen[bytes]:
-        """One more node with WORKER_CPUS CPUs; returns once the cluster counts its CPUs."""
+    def add_worker(self, attempts: int = 2) -> subprocess.Popen[bytes]:
+        """One more node with WORKER_CPUS CPUs; returns once the cluster counts its CPUs.
+
+        A node whose freshly chosen ports were taken meanwhile exits: it is started again."""
         before = self.cpus()
-        node = self._node(
-            "--address", f"127.0.0.1:{self.gcs_port}", "--num-cpus", str(WORKER_CPUS),
-            name=f"worker-{len(self.nodes)}",
-        )  # fmt: skip
-        deadline = time.monotonic() + 90
-        while self.cpus() < before + WORKER_CPUS:
-            if node.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"the Ray worker node did not join; see {self.temp_dir}")
-            time.sleep(0.5)
-        return node
+        for attempt in range(attempts):
+            name = f"worker-{len(self.nodes)}"
+            address = f"127.0.0.1:{self.gcs_port}"
+            node = self._node("--address", address, "--num-cpus", str(WORKER_CPUS), name=name)
+            deadline = time.monotonic() + 120
+            while self.cpus() < before + WORKER_CPUS:
+                if node.poll() is not None or time.monotonic() > deadline:
+                    break
+                time.sleep(0.5)
+            else:
+                return node
+            self.kill_node(node)
+            self.nodes.remove(node)
+            tail = (self.temp_dir / f"{name}.log").read_text(errors="replace")[-1500:]
+            if attempt == attempts - 1:
+                raise RuntimeError(f"the Ray worker node did not join; its output ends:\n{tail}")
+        raise AssertionError("unreachable")
 
     def cpus(self) -> float:
         from ray.util.state import list_nodes
