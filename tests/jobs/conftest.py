@@ -164,17 +164,26 @@ def bench(settings: Settings) -> Workbench:
 @pytest.fixture
 def supervisors(settings: Settings) -> Iterator[Callable[..., Supervisor]]:
     """Start in-process supervisors; all are stopped (their workers killed) afterwards."""
+    with supervisor_pool(settings, max_concurrent=1) as start:
+        yield start
+
+
+@contextlib.contextmanager
+def supervisor_pool(settings: Settings, **defaults: Any) -> Iterator[Callable[..., Supervisor]]:
+    """``start(**kwargs)`` starts an in-process supervisor (polling every 0.2 s); on leaving,
+    every one started is stopped and its workers killed."""
     started: list[Supervisor] = []
 
     def start(**kwargs: Any) -> Supervisor:
-        kwargs.setdefault("max_concurrent", 1)
-        sup = Supervisor(settings, poll_seconds=0.2, **kwargs).start()
+        sup = Supervisor(settings, poll_seconds=0.2, **{**defaults, **kwargs}).start()
         started.append(sup)
         return sup
 
-    yield start
-    for sup in started:
-        sup.stop(kill_workers=True)
+    try:
+        yield start
+    finally:
+        for sup in started:
+            sup.stop(kill_workers=True)
 
 
 def app_env(settings: Settings) -> dict[str, str]:

@@ -18,9 +18,15 @@ from backend.settings import Settings
 from jobs.db import Database
 from jobs.ray_runner import submission_id
 from jobs.schema import Job
-from jobs.supervisor import Supervisor
 from service.api import Workbench
-from tests.jobs.conftest import long_job, quick_job, wait_for, wait_running_step, wait_status
+from tests.jobs.conftest import (
+    long_job,
+    quick_job,
+    supervisor_pool,
+    wait_for,
+    wait_running_step,
+    wait_status,
+)
 from tests.ray_cluster import RayCluster, running_cluster, why_unavailable
 
 pytestmark = pytest.mark.ray
@@ -42,16 +48,17 @@ def ray_settings(settings: Settings, cluster: RayCluster) -> Settings:
 
 @pytest.fixture
 def start_supervisor(ray_settings: Settings) -> Iterator[Any]:
-    started: list[Supervisor] = []
+    with supervisor_pool(ray_settings) as start:  # as many jobs at once as the cluster has slots
+        yield start
 
-    def start() -> Supervisor:
-        sup = Supervisor(ray_settings, poll_seconds=0.2).start()
-        started.append(sup)
-        return sup
 
-    yield start
-    for sup in started:
-        sup.stop(kill_workers=True)
+def started_long_job(settings: Settings, start_supervisor: Any, data_dir: Path) -> tuple[Workbench, int]:
+    """A long job, running on the cluster and past its first training step."""
+    bench = Workbench(settings)
+    job_id = bench.submit(long_job(data_dir / "long.csv"))
+    start_supervisor()
+    wait_running_step(bench, job_id)
+    return bench, job_id
 
 
 def ray_jobs(cluster: RayCluster) -> dict[str, str]:
@@ -90,10 +97,7 @@ def test_jobs_run_as_ray_jobs_and_write_their_metrics(
 def test_cancel_stops_the_ray_job(
     ray_settings: Settings, cluster: RayCluster, start_supervisor: Any, data_dir: Path
 ) -> None:
-    bench = Workbench(ray_settings)
-    job_id = bench.submit(long_job(data_dir / "long.csv"))
-    start_supervisor()
-    wait_running_step(bench, job_id)
+    bench, job_id = started_long_job(ray_settings, start_supervisor, data_dir)
     bench.cancel(job_id)
     assert wait_status(bench, job_id, timeout=60)["status"] == "cancelled"
     ref = ray_id(ray_settings, job_id)
@@ -103,10 +107,7 @@ def test_cancel_stops_the_ray_job(
 def test_a_killed_node_fails_its_job_and_the_queue_moves_on(
     ray_settings: Settings, cluster: RayCluster, start_supervisor: Any, data_dir: Path
 ) -> None:
-    bench = Workbench(ray_settings)
-    job_id = bench.submit(long_job(data_dir / "long.csv"))
-    start_supervisor()
-    wait_running_step(bench, job_id)
+    bench, job_id = started_long_job(ray_settings, start_supervisor, data_dir)
     cluster.kill_node(cluster.nodes[-1])  # the only node with CPUs: it runs the job
     job = wait_status(bench, job_id, timeout=90)
     assert job["status"] == "failed"
