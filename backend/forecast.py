@@ -20,9 +20,10 @@ peak memory of finished runs as well.
 from __future__ import annotations
 
 import math
+import os
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -103,6 +104,20 @@ def memory_mb(
     return base_mb + (weights + optimizer + activations) / 2**20
 
 
+def memory_by_quant(
+    shape: ModelShape, batch_size: int, longest: int, quantizable: bool
+) -> dict[str, float | None]:
+    """Training peak (MB) with the base in fp32 (``none``), ``8bit`` and ``4bit``: the model
+    picker's quick estimate, at the longest length a batch may reach. None where the method
+    cannot train on a quantized base (full fine-tuning trains the base itself)."""
+    return {
+        quant: memory_mb(replace(shape, quant=quant), batch_size, longest)
+        if quant == "none" or quantizable
+        else None
+        for quant in BYTES
+    }
+
+
 def fit_base_mb(samples: Sequence[tuple[ModelShape, int, int, float]]) -> float | None:
     """The process's own memory (python, libraries, the data, the search's candidate copies)
     that makes :func:`memory_mb` meet finished runs' measured peaks: (shape, batch size,
@@ -150,6 +165,13 @@ def forecast_run(
 def fits(peak_mb: float, available_mb: float, margin: float = 0.9) -> bool:
     """Whether a forecast peak leaves room (10% margin: the forecast aims at ±15%)."""
     return peak_mb <= margin * available_mb
+
+
+def available_mb(device: str) -> float:
+    """What a run may use: the memory of GPU 0 on ``cuda``, else the machine's RAM."""
+    if device == "cuda":
+        return torch.cuda.get_device_properties(0).total_memory / 2**20
+    return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
 def sample_token_lengths(

@@ -17,6 +17,7 @@ from service.records import (
     DeviceInfo,
     FieldInfo,
     MethodInfo,
+    ModelFacts,
     ParameterCount,
     RunPlan,
 )
@@ -81,6 +82,55 @@ class CatalogueApi(WorkbenchState):
             "text": counted.describe(),
         }
 
+    def model_facts(
+        self,
+        model: str | None = None,
+        method: str = registry.DEFAULT,
+        method_config: dict[str, Any] | None = None,
+        *,
+        batch_size: int = 32,
+        max_length: int = 128,
+        num_labels: int = 2,
+    ) -> ModelFacts:
+        """What the model picker shows for ``model`` (None: the default): its size, encoder or
+        decoder, the memory a run of ``method`` at this batch size and max length would need
+        with the base in fp32, 8-bit and 4-bit (a quick estimate), and whether that fits this
+        machine. A hub id is looked up on the hub; offline that raises a ModelError saying the
+        model needs internet. The first use of an offline model installs it (SmolLM2: ~30 s)."""
+        import torch
+
+        from backend import forecast as fc
+        from backend.catalogue import model_info
+        from backend.training.params import count_parameters  # deferred: torch, for start-up
+
+        name = model or self.list_models()[0]
+        labels = tuple(str(i) for i in range(num_labels))
+        with self._lock:
+            info = model_info(name, self.settings.models_cache)
+            counted = count_parameters(name, method, method_config, labels, str(self.settings.models_cache))
+        spec = registry.get(method)
+        layers = 1 if spec.probes_layers else info.num_layers  # a probe's features need no backward
+        shape = fc.ModelShape(counted.total, counted.trainable, info.hidden_size, layers)
+        memory = fc.memory_by_quant(shape, int(batch_size), int(max_length), spec.quantizable)
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+        available = fc.available_mb(device)
+        fits = {quant: mb is not None and fc.fits(mb, available) for quant, mb in memory.items()}
+        facts: ModelFacts = {
+            "model": name,
+            "hub_id": info.hub_id,
+            "architecture": "decoder" if info.is_decoder else "encoder",
+            "model_type": info.model_type,
+            "total_params": counted.base,
+            "trainable_params": counted.trainable,
+            "memory_mb": memory,
+            "device": device,
+            "available_mb": available,
+            "fits": fits,
+            "text": "",
+        }
+        facts["text"] = facts_text(facts, spec.label, int(batch_size), int(max_length))
+        return facts
+
     def plan_run(
         self,
         dataset_id: int,
@@ -126,3 +176,32 @@ class CatalogueApi(WorkbenchState):
             "name": f"CPU ({os.cpu_count()} cores)",
             "precision": precision_line("cpu"),
         }
+
+
+QUANT_NAMES = {"none": "fp32", "8bit": "8-bit", "4bit": "4-bit"}
+
+
+def params_text(n: int) -> str:
+    """134,516,160 -> "134.5M"."""
+    for unit, scale in (("B", 1e9), ("M", 1e6), ("K", 1e3)):
+        if n >= scale:
+            return f"{n / scale:.1f}{unit}"
+    return str(n)
+
+
+def facts_text(facts: ModelFacts, method_label: str, batch_size: int, max_length: int) -> str:
+    """One Markdown line: size and kind, then memory by base precision against this machine."""
+    where = "GPU memory" if facts["device"] == "cuda" else "RAM"
+    parts = []
+    for quant, mb in facts["memory_mb"].items():
+        name = QUANT_NAMES[quant]
+        if mb is None:
+            parts.append(f"{name}: not with {method_label}")
+        else:
+            verdict = "fits" if facts["fits"][quant] else "**does not fit**"
+            parts.append(f"{name} {mb / 1024:.1f} GB ({verdict})")
+    return (
+        f"**{params_text(facts['total_params'])} parameters**, {facts['architecture']} "
+        f"({facts['model_type']}) · {method_label} at batch {batch_size} × {max_length} tokens needs about "
+        f"{', '.join(parts)} · this machine: {facts['available_mb'] / 1024:.0f} GB {where}"
+    )

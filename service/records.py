@@ -45,6 +45,7 @@ __all__ = [
     "LearningRate",
     "MajorityRow",
     "MethodInfo",
+    "ModelFacts",
     "ParameterCount",
     "Prediction",
     "PublicDataset",
@@ -139,6 +140,24 @@ class ParameterCount(TypedDict):
     total: int
     percent: float  # trainable, as a percentage of total
     text: str  # one line for people
+
+
+class ModelFacts(TypedDict):
+    """What the model picker says about one base model (``Workbench.model_facts``)."""
+
+    model: str
+    hub_id: str | None  # the name exports carry; None for a local folder
+    architecture: str  # "encoder" or "decoder"
+    model_type: str  # the transformers model type, e.g. "bert", "llama"
+    total_params: int  # the model's size (with a fresh head for num_labels, without the method)
+    trainable_params: int  # for the method asked about
+    # estimated training peak (MB) with the base in fp32 ("none"), "8bit" and "4bit", for the
+    # method, batch size and max length asked about; None: the method cannot train on it
+    memory_mb: dict[str, float | None]
+    device: str  # "cuda" or "cpu": where runs train
+    available_mb: float  # GPU memory on cuda, else RAM
+    fits: dict[str, bool]  # the same keys as memory_mb
+    text: str  # one Markdown line for people
 
 
 class RunPlan(TypedDict):

@@ -32,6 +32,7 @@ from service.records import (
     JobDetail,
     JobRow,
     MethodInfo,
+    ModelFacts,
     PublicDataset,
     RunSummary,
 )
@@ -81,6 +82,30 @@ class Endpoints(SweepEndpoints, AnalysisEndpoints, ReportEndpoints):
         raise ConfigError(f"no dataset {dataset_id}; upload a file first (Data tab or /upload_dataset)")
 
     # ------------------------------------------------------------ endpoints
+
+    def model_facts(
+        self,
+        model: str | None = None,
+        method: str | None = None,
+        method_settings: dict[str, Any] | None = None,
+        batch_size: int | None = None,
+        max_length: int | None = None,
+        num_labels: int = 2,
+        request: gr.Request | None = None,
+    ) -> ModelFacts:
+        """What the Train tab says about a base model (None: the default): its size, encoder or
+        decoder, the memory a run of ``method`` (label or key; None: the default) would need
+        with the base in fp32, 8-bit and 4-bit, and whether that fits this machine. A hub id
+        is looked up on the hub; offline the error says it needs internet.
+        Returns {model, hub_id, architecture, total_params, memory_mb, fits, text, ...}."""
+        key = self.method(method)["key"] if method else next(m["key"] for m in self.methods if m["default"])
+        check_model_name(model, self.api.list_models(), allow_local=self.api.settings.allow_local_models)
+        # Left out: the service's defaults (the common settings' own defaults).
+        shape = {k: int(v) for k, v in (("batch_size", batch_size), ("max_length", max_length)) if v}
+        facts = self.api.model_facts(
+            model or None, key, dict(method_settings or {}), num_labels=max(2, int(num_labels)), **shape
+        )
+        return self.shown(facts, request)
 
     def upload_dataset(
         self,

@@ -48,6 +48,7 @@ PUBLIC = (
     "calibration",
     "evaluate",
     "evaluations",
+    "model_facts",
 )
 
 

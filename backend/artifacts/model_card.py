@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from backend.offline_models import weights_note as offline_weights_note
 from backend.training.autotune import describe_search
 from backend.training.callbacks import SUMMARY_METRICS
 from backend.training.config import TrainConfig
@@ -39,7 +40,9 @@ state = load_file("probe_head.safetensors")   # keys: net.weight/net.bias (linea
 def model(**enc):
     h = encoder(**enc, output_hidden_states=True).hidden_states[cfg["layer"]]
     m = enc["attention_mask"].unsqueeze(-1).float()
-    x = (h * m).sum(1) / m.sum(1) if cfg["pooling"] == "mean" else h[:, 0]
+    last = (torch.arange(m.shape[1]) * enc["attention_mask"]).argmax(1)  # rightmost real token
+    token = h[torch.arange(len(h)), last] if cfg["last_token"] else h[:, 0]  # decoders: no [CLS]
+    x = (h * m).sum(1) / m.sum(1) if cfg["pooling"] == "mean" else token
     if cfg["head"] == "linear":
         return x @ state["net.weight"].T + state["net.bias"]
     x = torch.nn.functional.gelu(x @ state["net.0.weight"].T + state["net.0.bias"])
@@ -54,6 +57,13 @@ def base_note(manifest: dict[str, Any]) -> str:
     if manifest.get("base_model_hub_id"):
         return " (Hugging Face hub id)"
     return " (a local folder on the training machine: it has no hub id)"
+
+
+def weights_note(manifest: dict[str, Any]) -> str:
+    """A card bullet about where the base weights came from, for the offline models that need one
+    (SmolLM2: dequantized from a 4-bit GGUF)."""
+    note = offline_weights_note(manifest.get("base_model_hub_id"), manifest.get("base_model_path"))
+    return f"- Base weights: {note}\n" if note else ""
 
 
 def where_base(manifest: dict[str, Any]) -> str:
@@ -122,7 +132,7 @@ def render_model_card(manifest: dict[str, Any], cfg: TrainConfig, summary: dict[
 Trained with the adaptation workbench. Labels: {", ".join(manifest["label_names"])}.
 
 - Base model: `{manifest["base_model"]}`{base_note(manifest)}
-- Method: **{manifest["method"]}** (saved in the `{lib}` library's format)
+{weights_note(manifest)}- Method: **{manifest["method"]}** (saved in the `{lib}` library's format)
 - Quantization of the base during training: {manifest["quant"]}
 - Epochs {cfg.effective_epochs}, learning rate {cfg.effective_lr}, batch size {cfg.batch_size},
   max length {cfg.max_length}, seed {cfg.seed}

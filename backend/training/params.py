@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 import logging
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import torch
@@ -23,6 +23,7 @@ from backend.methods.base import BuildContext
 class ParamCount:
     trainable: int
     total: int
+    base: int = 0  # the model with its fresh head, before the method adds or freezes anything
 
     @property
     def percent(self) -> float:
@@ -78,7 +79,8 @@ def count_parameters(
         logging.disable(logging.WARNING)
         try:
             base = AutoModelForSequenceClassification.from_config(config)
+            base_total = count(base).total  # before the method wraps it
             built = spec.build(base, cfg, ctx)
         finally:
             logging.disable(logging.NOTSET)
-    return count(built)
+    return replace(count(built), base=base_total)

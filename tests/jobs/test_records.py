@@ -113,6 +113,7 @@ CASES: list[tuple[Any, Callable[[dict[str, Any]], list[Any]]]] = [
     (records.ParameterCount, _parameters),
     (records.RunPlan, _plan),
     (records.DeviceInfo, lambda b: [b["bench"].device_info()]),
+    (records.ModelFacts, lambda b: [b["bench"].model_facts(None, "lora")]),
     (records.JobRow, lambda b: b["bench"].list_jobs()),
     (records.JobDetail, _details),
     (records.JobDetail, lambda b: [b["bench"].cancel(b["queued"])]),

@@ -23,6 +23,7 @@ from ui.tabs.train_common import (
     lr_value,
     run_settings,
 )
+from ui.tabs.train_facts import wire_model_facts
 from ui.tabs.train_reuse import HOLD_OUT, filled_values
 from ui.tabs.train_sweep import SweepHandlers, build_sweep_forms, wire_sweeps
 
@@ -195,6 +196,7 @@ def build_train_tab(
     wire_changes(forms, h.parameters, count_inputs, [params])
     for trigger in (common.model.change, dataset.change, demo.load):
         trigger(h.parameters, count_inputs, [params], **quiet)
+    wire_model_facts(endpoints, demo, forms, common, method, dataset)
     # Ticking "auto" locks the typed value; the plan line follows every setting it depends on.
     for box, field in ((common.epochs_auto, common.epochs), (common.lr_auto, common.lr)):
         box.change(lambda auto: gr.update(interactive=not auto), [box], [field], **quiet)

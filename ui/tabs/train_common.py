@@ -27,6 +27,7 @@ class Common:
     quant: gr.Radio
     precision: gr.Radio
     group_by_length: gr.Checkbox
+    facts: gr.Markdown  # the chosen model's size, kind and memory (ui.tabs.train_facts); no setting
 
     def components(self) -> list[Any]:
         return [
@@ -90,6 +91,7 @@ def common_settings(endpoints: Endpoints, method: dict[str, Any]) -> Common:
             info=f"Detected device: {device['name']}; precision auto: {device['precision']}. "
             f"{setting['quant']['help']}",
         )
+    facts = gr.Markdown(elem_id="model-facts")  # under the picker; filled on load and on change
     with gr.Row():
         with gr.Column(min_width=160):
             epochs_auto = gr.Checkbox(
@@ -118,4 +120,6 @@ def common_settings(endpoints: Endpoints, method: dict[str, Any]) -> Common:
         here = f"Here 'auto' means {device['precision']}."
         precision = control_for(setting["precision"], info=f"{here} {setting['precision']['help']}")
         grouped = control_for(setting["group_by_length"])
-    return Common(model, epochs_auto, epochs, lr_auto, lr, batch, max_length, quant, precision, grouped)
+    return Common(
+        model, epochs_auto, epochs, lr_auto, lr, batch, max_length, quant, precision, grouped, facts
+    )
