@@ -43,9 +43,10 @@ def run_training(
     for warning in data.warnings:
         cb.on_log(f"warning: {warning}")
     info = model_info(cfg.model, models_cache)
-    seed_everything(cfg.seed)
-    tokenizer = load_tokenizer(info)
     spec = registry.get(cfg.method)
+    spec.check_model(info)  # before any weights load
+    seed_everything(cfg.seed)
+    tokenizer = load_tokenizer(info, spec.padding_side(info))
     ctx = RunContext(
         cfg, data, info, tokenizer, cb, time.perf_counter(),
         models_cache, feature_cache_dir,

@@ -16,7 +16,6 @@ device; until there is one, ``backend.forecast.ACTIVATION_BYTES``.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -70,7 +69,7 @@ class ForecastApi(WorkbenchState):
         got = self._inputs(int(dataset_id), method, method_config, eval_dataset_id, settings)
         cfg, plan, epochs = got.cfg, got.plan, got.plan["epochs"]
         device = "cuda" if _cuda() else "cpu"
-        precision = resolve_precision(cfg.precision, device)
+        precision = resolve_precision(cfg.precision, device, cfg.quant)
         throughput, source = self._throughput(
             cfg.model, method, device, precision, got.counted, got.embedding
         )
@@ -254,10 +253,6 @@ def _cuda() -> bool:
 
 
 def _available_mb(device: str) -> float:
-    """GPU memory of device 0, else the machine's RAM."""
-    if device == "cuda":
-        import torch
+    from backend.forecast import available_mb
 
-        return torch.cuda.get_device_properties(0).total_memory / 2**20
-    pages, size = os.sysconf("SC_PHYS_PAGES"), os.sysconf("SC_PAGE_SIZE")
-    return pages * size / 2**20
+    return available_mb(device)

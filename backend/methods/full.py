@@ -9,14 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from backend.methods.base import (
-    BuildContext,
-    MethodConfig,
-    MethodSpec,
-    layer_cut,
-    parameters_below_cut,
-    top_layers_knob,
-)
+from backend.methods.base import BuildContext, MethodConfig, MethodSpec
+from backend.methods.layers import layer_cut, parameters_below_cut, top_layers_knob
 
 
 @dataclass

@@ -12,15 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from backend.errors import ConfigError
-from backend.methods.base import (
-    BuildContext,
-    MethodConfig,
-    MethodSpec,
-    knob,
-    layer_cut,
-    lower_layer_regex,
-    top_layers_knob,
-)
+from backend.methods.base import BuildContext, MethodConfig, MethodSpec, knob
+from backend.methods.layers import layer_cut, lower_layer_regex, top_layers_knob
 
 
 @dataclass

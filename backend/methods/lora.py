@@ -5,16 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from backend.methods.base import (
-    BuildContext,
-    MethodConfig,
-    MethodSpec,
-    find_layer_list,
-    knob,
-    layer_cut,
-    lower_layer_regex,
-    top_layers_knob,
-)
+from backend.methods.base import BuildContext, MethodConfig, MethodSpec, knob
+from backend.methods.layers import find_layer_list, layer_cut, lower_layer_regex, top_layers_knob
 
 
 @dataclass

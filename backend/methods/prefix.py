@@ -67,4 +67,7 @@ SPEC = MethodSpec(
     library="peft",
     name_knob="prompt_length",
     cli_flags=("prompt_length",),
+    # transformers drops ``past_key_values`` inside checkpointed layers (GradientCheckpointingLayer
+    # sets them to None while training), which would silently train without the prefixes.
+    gradient_checkpointing=False,
 )

@@ -26,8 +26,10 @@ class Config(MethodConfig):
     pooling: str = knob(
         "mean",
         "Pooling",
-        "Mean of the token vectors, or the first ([CLS]) token (the last token for decoder models).",
+        "Mean of the token vectors, or the first ([CLS]) token; on a decoder model (no [CLS]) "
+        "'cls' takes the last real token, the one that has seen the whole text.",
         choices=("mean", "cls"),
+        choice_labels=("mean", "[CLS] / last token"),
     )
     layer: int = knob(
         -1,
@@ -67,6 +69,7 @@ SPEC = MethodSpec(
     library="own",
     default_epochs=10,
     runner="cached_features",
+    gradient_checkpointing=False,  # nothing trains through the encoder: no backward to save memory in
     resumable=False,  # retrains from cached features in seconds: checkpoints would cost more
     name_knob="layer",
     name_text=name_text,

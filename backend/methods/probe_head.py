@@ -52,7 +52,9 @@ def pool(hidden: torch.Tensor, mask: torch.Tensor, pooling: str, last_token: boo
         m = mask.unsqueeze(-1).to(hidden.dtype)
         return (hidden * m).sum(1) / m.sum(1).clamp(min=1.0)
     if last_token:  # decoders have no [CLS]; their summary token is the last real one
-        idx = mask.sum(1).long() - 1
+        # the rightmost unmasked position: right padding or left, unlike ``mask.sum(1) - 1``
+        positions = torch.arange(mask.size(1), device=mask.device)
+        idx = (positions * mask.to(positions.dtype)).argmax(1)
         return hidden[torch.arange(hidden.size(0), device=hidden.device), idx]
     return hidden[:, 0]
 

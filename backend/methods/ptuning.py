@@ -45,4 +45,5 @@ SPEC = MethodSpec(
     library="peft",
     name_knob="prompt_length",
     cli_flags=("prompt_length",),
+    feeds_embeddings=True,  # decoders pad on the left for it
 )

@@ -15,6 +15,8 @@ from backend.methods.base import check_range, knob, unknown_settings
 QUANT_CHOICES = ("none", "8bit", "4bit")
 # auto = bf16 where the hardware does it natively (backend/training/runtime.py decides).
 PRECISIONS = ("auto", "fp32", "bf16")
+# auto = on for base models over runtime.CHECKPOINTING_PARAMS parameters.
+CHECKPOINTING = ("auto", "on", "off")
 AUTO = "auto"
 
 
@@ -146,6 +148,14 @@ class TrainConfig:
         "fp16 with loss scaling on older GPUs), else fp32. Weights and exports stay fp32.",
         choices=PRECISIONS,
     )
+    gradient_checkpointing: str = knob(
+        AUTO,
+        "Gradient checkpointing",
+        "Recompute each layer's activations in the backward pass instead of keeping them: much "
+        "less memory for one more forward pass per step (steps take 1.3-1.5x as long). auto: on "
+        "for base models over 100M parameters. Prefix tuning and probing always train without.",
+        choices=CHECKPOINTING,
+    )
     seed: int = knob(0, "Seed", "Random seed of the split, the initialisation and the batch order.", min=0)
     device: str = knob("auto", "Device", "auto, cpu or cuda[:N].")
 
@@ -194,6 +204,8 @@ def validate(cfg: TrainConfig) -> None:
             f"{spec.label} updates every weight, which cannot be done on a {cfg.quant} quantized base; "
             "choose quantization 'none' or a method that keeps the base frozen (e.g. LoRA)"
         )
+    if cfg.gradient_checkpointing == "on" and not spec.gradient_checkpointing:
+        raise ConfigError(f"{spec.label} cannot train with gradient checkpointing; set it to 'auto' or 'off'")
     if cfg.device not in ("auto", "cpu") and not cfg.device.startswith("cuda"):
         raise ConfigError(f"device must be auto, cpu or cuda[:N], not '{cfg.device}'")
 

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from backend.catalogue import ModelInfo, load_classifier
+from backend.catalogue import ModelInfo, disable_cpu_bf16_4bit, load_classifier
 from backend.data.batching import Encoded
 from backend.errors import ConfigError
 from backend.forecast import eval_padded_tokens
@@ -42,10 +42,12 @@ from backend.training.params import count, count_parameters
 from backend.training.runtime import (
     autocast,
     cpu_has_bf16,
+    enable_checkpointing,
     peak_gpu_mb,
     pick_device,
     resolve_precision,
     seed_everything,
+    use_checkpointing,
 )
 from backend.training.throughput import Throughput, computed_params, throughput_summary
 from backend.training.top_layers import LowerLayerCache, cut_index
@@ -70,7 +72,7 @@ class Fitter:
     ) -> None:
         self.model, self.cfg, self.train, self.evals = model, cfg, train, evals
         self.label_names, self.device, self.cb = label_names, device, callback
-        self.precision = resolve_precision(cfg.precision, device)
+        self.precision = resolve_precision(cfg.precision, device, cfg.quant)
         # fp16 (CUDA without bf16) needs loss scaling; bf16 has fp32's range and does not.
         self.scaler = torch.amp.GradScaler("cuda") if self.precision == "fp16" else None
         params = [p for p in model.parameters() if p.requires_grad]
@@ -223,12 +225,23 @@ class Fitter:
         self.step += 1
 
 
+def checkpointing_on(model: Any) -> bool:
+    """Whether gradient checkpointing is on (PEFT wrappers pass the attribute through)."""
+    return bool(getattr(model, "is_gradient_checkpointing", False))
+
+
 def build_model(
     cfg: TrainConfig, info: ModelInfo, label_names: list[str], pad_token_id: int | None = None
 ) -> Any:
     spec = registry.get(cfg.method)
+    spec.check_model(info)
     base = load_classifier(info, label_names, cfg.quant, pad_token_id)
+    size = base.num_parameters()  # the base alone, before the method wraps it
     model = spec.build(base, cfg.method_settings(), BuildContext(info=info, label_names=label_names))
+    if cfg.quant == "4bit":  # again: a method may have swapped in 4-bit layers of its own (adapters)
+        disable_cpu_bf16_4bit(model)
+    if use_checkpointing(cfg.gradient_checkpointing, spec.gradient_checkpointing, size):
+        enable_checkpointing(model)
     if cfg.quant == "none":
         model.to(pick_device(cfg.device))
     return model
@@ -266,7 +279,7 @@ def resolve_auto(
             max_grad_norm=cfg.max_grad_norm,
             seed=cfg.seed,
             cb=cb,
-            precision=resolve_precision(cfg.precision, device),
+            precision=resolve_precision(cfg.precision, device, cfg.quant),
             group_by_length=cfg.group_by_length,
             prior=registry.get(cfg.method).default_lr,
         )
@@ -358,6 +371,7 @@ def run_loop(ctx: RunContext) -> RunOutcome:
         ),
         **learning_check(best["accuracy"], data, cfg, plan, search is not None),
         "precision": fitter.precision,
+        "gradient_checkpointing": checkpointing_on(model),
         "group_by_length": cfg.group_by_length,
         "epoch_seconds": [round(t, 3) for t in fitter.epoch_seconds],
         "eval_seconds": [round(t, 3) for t in fitter.eval_seconds],

@@ -40,7 +40,7 @@ class Throughput:
 def computed_params(model: torch.nn.Module, cut: int | None = None) -> int:
     """N of the FLOPs estimate: the weights a token is multiplied by. Embedding tables are
     lookups (Kaplan et al. leave them out too), and layers below a cache cut do not run."""
-    from backend.methods.base import find_layer_list
+    from backend.methods.layers import find_layer_list
 
     total = sum(p.numel() for p in model.parameters())
     tables = sum(m.weight.numel() for m in model.modules() if isinstance(m, torch.nn.Embedding))

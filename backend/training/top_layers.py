@@ -22,7 +22,7 @@ with the real batch, but with its layer list swapped for ``layers[cut:]`` and a 
 layer ``cut`` that replaces the hidden states it receives (the embeddings' output, unused
 otherwise) by the cached ones, padded like the batch. Attention masks, position embeddings,
 pooling, the head and the loss are the model's own, so only the layer list has to be found
-(``backend.methods.base.find_layer_list``, also through PEFT and ``adapters`` wrappers).
+(``backend.methods.layers.find_layer_list``, also through PEFT and ``adapters`` wrappers).
 
 What differs from a plain forward in training mode: the lower layers were run in eval mode,
 so they get no dropout (the top layers do, as usual). In eval mode results are the same.
@@ -41,7 +41,7 @@ from typing import Any
 import torch
 
 from backend.data.batching import Encoded
-from backend.methods.base import find_layer_list, layer_cut
+from backend.methods.layers import find_layer_list, layer_cut
 
 
 def cut_index(model_info_num_layers: int, top_layers: int) -> int | None:

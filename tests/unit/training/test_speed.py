@@ -78,6 +78,7 @@ def test_precision_setting() -> None:
     assert resolve_precision("fp32", "cpu") == "fp32"
     assert resolve_precision("bf16", "cpu") == "bf16"  # asked for: emulated where not native
     assert resolve_precision("auto", "cpu") == ("bf16" if cpu_has_bf16() else "fp32")
+    assert resolve_precision("bf16", "cpu", "8bit") == resolve_precision("auto", "cpu", "4bit") == "fp32"
     with pytest.raises(ConfigError, match="Precision must be one of auto, fp32, bf16"):
         validate(TrainConfig(data="x.csv", method="lora", precision="fp8"))
 

@@ -21,7 +21,8 @@ from backend.data.batching import Encoded
 from backend.data.prepare import Split
 from backend.errors import ConfigError
 from backend.methods import registry
-from backend.methods.base import BuildContext, find_layer_list
+from backend.methods.base import BuildContext
+from backend.methods.layers import find_layer_list
 from backend.training.params import count, count_parameters
 from backend.training.top_layers import LowerLayerCache, cut_index
 
