@@ -136,3 +136,20 @@ def test_a_restarted_supervisor_adopts_the_running_ray_job(
     assert bench.get_job(job_id, log_tail=0)["worker_pid"] == running["worker_pid"]  # the same worker
     bench.cancel(job_id)
     assert wait_status(bench, job_id, timeout=60)["status"] == "cancelled"
+
+
+def test_a_running_job_ray_never_heard_of_is_failed_as_vanished(
+    ray_settings: Settings, start_supervisor: Any, data_dir: Path
+) -> None:
+    """A job left running by a supervisor of this host that died before submitting it."""
+    import socket
+
+    from jobs import queue
+
+    bench = Workbench(ray_settings)
+    job_id = bench.submit(quick_job(data_dir / "tiny.csv", lr=5e-4))
+    host = socket.gethostname()
+    assert queue.claim_next(Database(ray_settings.db_url), "a-dead-supervisor", host) == job_id
+    start_supervisor()
+    job = wait_status(bench, job_id, timeout=60)
+    assert job["status"] == "failed" and "found dead at supervisor start" in job["error"], job["error"]
