@@ -103,6 +103,7 @@ class CatalogueApi(WorkbenchState):
         from backend.catalogue import model_info
         from backend.training.params import count_parameters  # deferred: torch, for start-up
 
+        check_fact_inputs(int(batch_size), int(max_length), int(num_labels))
         name = model or self.list_models()[0]
         labels = tuple(str(i) for i in range(num_labels))
         with self._lock:
@@ -179,6 +180,19 @@ class CatalogueApi(WorkbenchState):
 
 
 QUANT_NAMES = {"none": "fp32", "8bit": "8-bit", "4bit": "4-bit"}
+MAX_FACT_LABELS = 10_000  # a label list is built for the count: a caller's number must not be huge
+
+
+def check_fact_inputs(batch_size: int, max_length: int, num_labels: int) -> None:
+    """The shape a caller asks about, within the training settings' own ranges (any caller can
+    reach ``/model_facts``: a huge number must be an error, not a huge list)."""
+    for name, value, low, high in (
+        ("batch size", batch_size, 1, 4096),
+        ("max length", max_length, 8, 8192),
+        ("number of labels", num_labels, 2, MAX_FACT_LABELS),
+    ):
+        if not low <= value <= high:
+            raise ConfigError(f"{name} must be between {low} and {high}, not {value}")
 
 
 def params_text(n: int) -> str:
