@@ -13,7 +13,7 @@ import torch
 from backend.methods import registry
 from backend.methods.probe import Config
 from backend.methods.probe_head import ProbeHead
-from backend.training.autotune import better, epochs_without_improvement
+from backend.training.autotune import better, patience_exhausted
 from backend.training.callbacks import Callback, EpochInfo, StepInfo, TrainingCancelled
 from backend.training.config import TrainConfig
 from backend.training.lr_search import (
@@ -21,12 +21,13 @@ from backend.training.lr_search import (
     batches_forever,
     holdout_split,
     plan_schedule,
+    prior_loss,
     result_dict,
     sample_costs,
     search_batch_size,
     successive_halving,
 )
-from backend.training.metrics import metrics_from_probs
+from backend.training.metrics import majority_baseline, metrics_from_probs
 
 
 class HeadTrial:
@@ -79,7 +80,8 @@ def search_head_lr(
         held_out = (x[held], y[held].numpy())
         return HeadTrial(lr, x[fit], y[fit], held_out, pcfg, cfg, label_names, warmup, batch_size)
 
-    candidates = successive_halving(lrs, trial, schedule, cb, registry.get(cfg.method).default_lr)
+    floor = prior_loss(y[fit].tolist(), y[held].tolist(), len(label_names))
+    candidates = successive_halving(lrs, trial, schedule, cb, registry.get(cfg.method).default_lr, floor)
     return result_dict(candidates, schedule, time.perf_counter() - started, len(fit))
 
 
@@ -146,6 +148,7 @@ def train_head(
     the model loop.
     """
     fit = HeadFit(x, y, pcfg, cfg, label_names, cb)
+    majority = majority_baseline(y.tolist(), ye.tolist(), len(label_names))["accuracy"]
     best, best_state, history = None, None, []
     for epoch in range(1, cfg.effective_epochs + 1):
         train_loss = fit.epoch(epoch)
@@ -157,8 +160,7 @@ def train_head(
         history.append({"epoch": epoch, "train_loss": train_loss, **metrics})
         if cb is not None:
             cb.on_epoch(EpochInfo(epoch, cfg.effective_epochs, fit.step, metrics, train_loss, is_best))
-        patience = cfg.early_stopping_patience
-        if patience and epochs_without_improvement(history) >= patience:
+        if patience_exhausted(history, cfg.early_stopping_patience, majority):
             break
     fit.head.load_state_dict(best_state)
     return fit.head, best, history

@@ -90,6 +90,21 @@ def epochs_without_improvement(history: list[dict[str, Any]]) -> int:
     return len(history) - last
 
 
+def patience_exhausted(history: list[dict[str, Any]], patience: int, majority: float) -> bool:
+    """Early stopping: ``patience`` evaluations in a row without improvement, counted only once
+    the run has beaten the majority class (``majority``: its accuracy on the eval set).
+
+    Before that the run has not begun to learn: prompt-style methods can sit at the majority
+    class for a few epochs before they move (P-tuning on emotion stopped at epoch 5 of 10
+    there), and stopping them then guarantees the failure the "did not learn" flag reports.
+    """
+    if not patience or not history:
+        return False
+    if max(h["accuracy"] for h in history) <= majority + NO_LEARNING_MARGIN:
+        return False
+    return epochs_without_improvement(history) >= patience
+
+
 def _improves(new: dict[str, Any], best: dict[str, Any]) -> bool:
     if new["accuracy"] != best["accuracy"]:
         return new["accuracy"] > best["accuracy"]

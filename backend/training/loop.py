@@ -31,12 +31,13 @@ from backend.training.autotune import (
     describe_search,
     epochs_without_improvement,
     learning_check,
+    patience_exhausted,
     plan_epochs,
 )
 from backend.training.callbacks import Callback, EpochInfo, StepInfo, TrainingCancelled
 from backend.training.config import AUTO, TrainConfig
 from backend.training.lr_search_model import search_model_lr
-from backend.training.metrics import evaluate, metrics_from_probs, predict_probs
+from backend.training.metrics import evaluate, majority_baseline, metrics_from_probs, predict_probs
 from backend.training.outcome import RunContext, RunOutcome, run_summary
 from backend.training.params import count, count_parameters
 from backend.training.runtime import (
@@ -72,6 +73,8 @@ class Fitter:
     ) -> None:
         self.model, self.cfg, self.train, self.evals = model, cfg, train, evals
         self.label_names, self.device, self.cb = label_names, device, callback
+        # early stopping waits until the run beats this (see autotune.patience_exhausted)
+        self.majority = majority_baseline(train.labels, evals.labels, len(label_names))["accuracy"]
         self.precision = resolve_precision(cfg.precision, device, cfg.quant)
         # fp16 (CUDA without bf16) needs loss scaling; bf16 has fp32's range and does not.
         self.scaler = torch.amp.GradScaler("cuda") if self.precision == "fp16" else None
@@ -132,9 +135,11 @@ class Fitter:
     def _patience_exhausted(self, epoch: int) -> bool:
         """Early stopping: ``early_stopping_patience`` evaluations in a row without improvement."""
         patience = self.cfg.early_stopping_patience
-        stale = epochs_without_improvement(self.history)
-        if not patience or stale < patience or epoch >= self.cfg.effective_epochs:
+        if epoch >= self.cfg.effective_epochs:
             return False
+        if not patience_exhausted(self.history, patience, self.majority):
+            return False
+        stale = epochs_without_improvement(self.history)
         self.stopped_early = epoch
         self.cb.on_log(
             f"early stopping after epoch {epoch}: no improvement for {stale} epochs "

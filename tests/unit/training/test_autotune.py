@@ -7,6 +7,7 @@ import math
 import random
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from backend.errors import ConfigError
@@ -17,6 +18,7 @@ from backend.training.autotune import (
     auto_epochs,
     describe_search,
     epochs_without_improvement,
+    patience_exhausted,
     plan_epochs,
 )
 from backend.training.callbacks import Callback
@@ -28,6 +30,7 @@ from backend.training.lr_search import (
     Costs,
     Schedule,
     plan_schedule,
+    prior_loss,
     result_dict,
     sample_costs,
     successive_halving,
@@ -113,17 +116,87 @@ def test_typed_lr_and_epochs_override_auto(sentiment: dict[str, Path], tmp_path:
     assert (recorded["lr"], recorded["epochs"], recorded["lr_search"]) == (5e-3, 2, None)
 
 
+FROZEN = {"method": "ia3", "lr": 1e-9, "batch_size": 32, "max_length": 16}  # weights never move
+
+
 def test_early_stopping_stops_and_keeps_the_best_epoch(sentiment: dict[str, Path], tmp_path: Path) -> None:
-    # A learning rate too small to change anything: every epoch after the first is no better.
+    """A learning rate too small to change anything: every epoch after the first is no better.
+
+    Patience only counts once a run beats the majority class, so the eval set is labelled with
+    what the untrained model predicts (it scores 1.0), and the training set's majority is the
+    label it predicts least (the majority-class rate is then below 1.0)."""
+    first = run_training(
+        TrainConfig(data=str(sentiment["train"]), eval_data=str(sentiment["eval"]), epochs=1, **FROZEN),
+        tmp_path / "first",
+    )
+    predicted = pd.read_parquet(Path(first["artifact_dir"]) / "eval_predictions.parquet")
+    labelled = list(zip(predicted["text"], predicted["predicted"], strict=True))
+    evals = write_csv(tmp_path / "eval.csv", labelled)
+    rare = predicted["predicted"].value_counts().reindex(["neg", "pos"], fill_value=0).idxmin()
+    train = [(t, lab) for t, lab in sentiment_rows(160, seed=1) if lab == rare]
+    train += [(t, lab) for t, lab in sentiment_rows(100, seed=3) if lab != rare]
     cfg = TrainConfig(
-        data=str(sentiment["train"]), method="ia3", lr=1e-9, epochs=8, early_stopping_patience=2,
-        batch_size=32, max_length=16,
+        data=str(write_csv(tmp_path / "train.csv", train)), eval_data=str(evals), epochs=8,
+        early_stopping_patience=2, **FROZEN,
     )  # fmt: skip
     summary = run_training(cfg, tmp_path / "stop")
+    assert summary["accuracy"] == 1.0 and summary["majority_baseline"]["accuracy"] < 1.0
     assert summary["epochs"] == 8 and summary["epochs_run"] == 3 and summary["stopped_early"] == 3
     metrics = json.loads((Path(summary["artifact_dir"]) / "metrics.json").read_text())
     assert [h["epoch"] for h in metrics["history"]] == [1, 2, 3]
     assert summary["best_epoch"] == 1
+
+
+def test_a_run_still_at_the_majority_class_is_not_stopped_early(tmp_path: Path) -> None:
+    """One text for every eval row, half of them each label: every prediction is the same, so
+    the run sits exactly at the majority class; patience never starts and it runs every epoch."""
+    evals = write_csv(tmp_path / "eval.csv", [("the film was fine", lab) for lab in ("pos", "neg") * 10])
+    train = write_csv(tmp_path / "train.csv", sentiment_rows(80, seed=1))
+    cfg = TrainConfig(data=str(train), eval_data=str(evals), epochs=4, early_stopping_patience=1, **FROZEN)
+    summary = run_training(cfg, tmp_path / "flat")
+    assert summary["accuracy"] == summary["majority_baseline"]["accuracy"] == 0.5
+    assert summary["epochs_run"] == 4 and summary["stopped_early"] is None
+    assert summary["learning_flag"].startswith("did not learn")
+
+
+def test_patience_counts_only_once_the_run_beats_the_majority_class() -> None:
+    def h(acc: float, loss: float = 0.7) -> dict:
+        return {"accuracy": acc, "eval_loss": loss}
+
+    flat = [h(0.35), h(0.35), h(0.35), h(0.35)]
+    assert epochs_without_improvement(flat) == 3
+    assert not patience_exhausted(flat, 3, majority=0.35)  # has not begun to learn
+    assert patience_exhausted(flat, 3, majority=0.30)
+    moved = [*flat, h(0.42), h(0.40), h(0.41), h(0.39)]
+    assert patience_exhausted(moved, 3, majority=0.35)  # three evaluations since 0.42
+    assert not patience_exhausted(moved, 4, majority=0.35)
+    assert not patience_exhausted(moved, 0, majority=0.0)  # patience 0: never
+
+
+def test_the_label_prior_is_the_reference_a_candidate_must_beat() -> None:
+    """Learning the class frequencies is not learning from the text: on a skewed set every rate
+    gets there in a few steps, so "moved" means below the prior's held-out loss."""
+    assert prior_loss([0, 1] * 50, [0, 1] * 10, 2) == pytest.approx(math.log(2))
+    skewed = prior_loss([0] * 90 + [1] * 10, [0] * 9 + [1], 2)
+    assert skewed == pytest.approx(-(0.9 * math.log(91 / 102) + 0.1 * math.log(11 / 102)))
+    losses = {1e-3: 8.0, 1e-2: 2.0}
+    schedule = Schedule(round_steps=[2, 4], survivors=[2, 1], holdout_rows=32, budget=0)
+
+    class PriorOnly(FixedTrial):
+        """Starts at 1.7 (an untrained head), learns the prior (1.0-1.1) at once, then nothing."""
+
+        def score(self) -> tuple[float, float]:
+            return (1.7 if not self.steps else 1.0 if self.lr < 1e-2 else 1.1), 0.5
+
+    def trial(lr: float) -> PriorOnly:
+        return PriorOnly(lr, losses)
+
+    # Against the start alone 1e-3's 1.0 "moved" and won on rank...
+    ranked, *_ = successive_halving(tuple(losses), trial, schedule, Callback(), prior=1e-2)
+    assert ranked.lr == 1e-3 and not ranked.inconclusive
+    # ... against a prior of 1.0 nothing moved: the method's default is taken.
+    held, *_ = successive_halving(tuple(losses), trial, schedule, Callback(), prior=1e-2, floor=1.0)
+    assert held.lr == 1e-2 and held.inconclusive
 
 
 def test_flag_for_a_run_that_cannot_learn(tmp_path: Path) -> None:
