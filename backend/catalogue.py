@@ -253,6 +253,10 @@ def load_classifier(
         model.config.pad_token_id = pad_token_id
     if quant == "4bit":
         disable_cpu_bf16_4bit(model)
+    if qcfg is not None:
+        from backend.release_memory import detach_from_weights_file
+
+        detach_from_weights_file(model)
     drop_cpu_device_map(model)
     return model
 
