@@ -33,6 +33,9 @@ BYTES = {"none": 4.0, "8bit": 1.0, "4bit": 0.5}  # per frozen base weight
 EVAL_SPEEDUP = 3.0  # a forward pass without gradients vs a training step, per token
 PROCESS_BASE_MB = 650.0  # python + torch + transformers + tokenizer, measured on this code base
 ACTIVATION_BYTES = 34.0  # per (row x token x hidden x layer) kept for the backward: a fit, see calibrate
+# With gradient checkpointing a layer keeps only its input (one fp32 hidden state) for the
+# backward; the full activations exist for one layer at a time, while it is recomputed.
+CHECKPOINT_BYTES = 4.0
 
 
 def padded_tokens(
@@ -85,6 +88,14 @@ class ModelShape:
     hidden_size: int
     num_layers: int
     quant: str = "none"
+    checkpointed: bool = False  # gradient checkpointing: see CHECKPOINT_BYTES
+
+    @property
+    def activation_layers(self) -> float:
+        """Layers' worth of ``ACTIVATION_BYTES`` activations held at the peak of a step."""
+        if not self.checkpointed:
+            return float(self.num_layers)
+        return 1.0 + self.num_layers * CHECKPOINT_BYTES / ACTIVATION_BYTES
 
 
 def memory_mb(
@@ -100,7 +111,7 @@ def memory_mb(
     frozen = shape.total_params - shape.trainable_params
     weights = frozen * BYTES.get(shape.quant, 4.0) + shape.trainable_params * 4.0
     optimizer = shape.trainable_params * 12.0
-    activations = activation_bytes * batch_size * longest * shape.hidden_size * shape.num_layers
+    activations = activation_bytes * batch_size * longest * shape.hidden_size * shape.activation_layers
     return base_mb + (weights + optimizer + activations) / 2**20
 
 

@@ -10,7 +10,7 @@ from backend.catalogue import list_models
 from backend.errors import ConfigError
 from backend.methods import registry
 from backend.methods.base import fields_info
-from backend.training.config import TrainConfig, validate
+from backend.training.config import CHECKPOINTING, TrainConfig, validate
 from jobs import datasets
 from service.api_state import WorkbenchState
 from service.records import (
@@ -91,19 +91,22 @@ class CatalogueApi(WorkbenchState):
         batch_size: int = 32,
         max_length: int = 128,
         num_labels: int = 2,
+        gradient_checkpointing: str = "auto",
     ) -> ModelFacts:
         """What the model picker shows for ``model`` (None: the default): its size, encoder or
         decoder, the memory a run of ``method`` at this batch size and max length would need
         with the base in fp32, 8-bit and 4-bit (a quick estimate), and whether that fits this
         machine. A hub id is looked up on the hub; offline that raises a ModelError saying the
-        model needs internet. The first use of an offline model installs it (SmolLM2: ~30 s)."""
+        model needs internet. The first use of an offline model installs it (SmolLM2: ~30 s).
+        ``gradient_checkpointing``: the setting ("auto", "on", "off"), as a run would resolve it."""
         import torch
 
         from backend import forecast as fc
         from backend.catalogue import model_info
         from backend.training.params import count_parameters  # deferred: torch, for start-up
+        from backend.training.runtime import use_checkpointing
 
-        check_fact_inputs(int(batch_size), int(max_length), int(num_labels))
+        check_fact_inputs(int(batch_size), int(max_length), int(num_labels), gradient_checkpointing)
         name = model or self.list_models()[0]
         labels = tuple(str(i) for i in range(num_labels))
         with self._lock:
@@ -111,7 +114,12 @@ class CatalogueApi(WorkbenchState):
             counted = count_parameters(name, method, method_config, labels, str(self.settings.models_cache))
         spec = registry.get(method)
         layers = 1 if spec.probes_layers else info.num_layers  # a probe's features need no backward
-        shape = fc.ModelShape(counted.total, counted.trainable, info.hidden_size, layers)
+        checkpointed = not spec.probes_layers and use_checkpointing(
+            gradient_checkpointing, spec.gradient_checkpointing, counted.base
+        )
+        shape = fc.ModelShape(
+            counted.total, counted.trainable, info.hidden_size, layers, checkpointed=checkpointed
+        )
         memory = fc.memory_by_quant(shape, int(batch_size), int(max_length), spec.quantizable)
         device = "cuda" if torch.cuda.is_available() else "cpu"
         available = fc.available_mb(device)
@@ -127,6 +135,7 @@ class CatalogueApi(WorkbenchState):
             "device": device,
             "available_mb": available,
             "fits": fits,
+            "gradient_checkpointing": checkpointed,
             "text": "",
         }
         facts["text"] = facts_text(facts, spec.label, int(batch_size), int(max_length))
@@ -183,9 +192,13 @@ QUANT_NAMES = {"none": "fp32", "8bit": "8-bit", "4bit": "4-bit"}
 MAX_FACT_LABELS = 10_000  # a label list is built for the count: a caller's number must not be huge
 
 
-def check_fact_inputs(batch_size: int, max_length: int, num_labels: int) -> None:
+def check_fact_inputs(batch_size: int, max_length: int, num_labels: int, checkpointing: str = "auto") -> None:
     """The shape a caller asks about, within the training settings' own ranges (any caller can
     reach ``/model_facts``: a huge number must be an error, not a huge list)."""
+    if checkpointing not in CHECKPOINTING:
+        raise ConfigError(
+            f"gradient checkpointing must be one of {', '.join(CHECKPOINTING)}, not {checkpointing!r}"
+        )
     for name, value, low, high in (
         ("batch size", batch_size, 1, 4096),
         ("max length", max_length, 8, 8192),
@@ -214,8 +227,10 @@ def facts_text(facts: ModelFacts, method_label: str, batch_size: int, max_length
         else:
             verdict = "fits" if facts["fits"][quant] else "**does not fit**"
             parts.append(f"{name} {mb / 1024:.1f} GB ({verdict})")
+    how = " with gradient checkpointing" if facts["gradient_checkpointing"] else ""
     return (
         f"**{params_text(facts['total_params'])} parameters**, {facts['architecture']} "
-        f"({facts['model_type']}) · {method_label} at batch {batch_size} × {max_length} tokens needs about "
+        f"({facts['model_type']}) · {method_label} at batch {batch_size} × {max_length} tokens{how} "
+        "needs about "
         f"{', '.join(parts)} · this machine: {facts['available_mb'] / 1024:.0f} GB {where}"
     )

@@ -80,9 +80,11 @@ class ForecastApi(WorkbenchState):
         if registry.get(method).probes_layers:  # features: one forward pass over every row, a cheap head
             train, evals = train / (fc.EVAL_SPEEDUP * epochs), evals / epochs
         share, overhead, eval_rate = self._history(device, cfg.model, method, cfg.lr == "auto")
+        total = got.counted["total"]
         shape = _shape(
-            got.counted["total"], got.counted["trainable"], got.hidden_size, got.num_layers, cfg.quant, method
-        )
+            total, got.counted["trainable"], got.hidden_size, got.num_layers, cfg.quant, method,
+            _checkpointed(cfg.gradient_checkpointing, method, total),
+        )  # fmt: skip
         longest = min(cfg.max_length, max(got.lengths, default=1))
         batch = min(cfg.batch_size, max(1, plan["train_rows"]))  # no batch holds more rows than there are
         peak = fc.memory_mb(
@@ -212,20 +214,31 @@ class ForecastApi(WorkbenchState):
                 continue
             layers, quant = info.num_layers, job.quant or "none"
             shape = _shape(
-                s["total_params"], s["trainable_params"], info.hidden_size, layers, quant, job.method
-            )
+                s["total_params"], s["trainable_params"], info.hidden_size, layers, quant, job.method,
+                bool(s.get("gradient_checkpointing")),
+            )  # fmt: skip
             longest = s.get("longest_tokens") or cfg.get("max_length", 128)
             batch = min(cfg.get("batch_size", 32), s.get("train_rows") or 10**9)
             samples.append((shape, batch, longest, s["peak_rss_mb"]))
         return fit_base_mb(samples)
 
 
-def _shape(total: int, trainable: int, hidden: int, layers: int, quant: str, method: str) -> Any:
+def _shape(
+    total: int, trainable: int, hidden: int, layers: int, quant: str, method: str, checkpointed: bool
+) -> Any:
     """The memory model's view of a run. A probe computes its features without gradients, so
     only the layer being computed holds activations, not every layer as in training."""
     from backend.forecast import ModelShape
 
-    return ModelShape(total, trainable, hidden, 1 if registry.get(method).probes_layers else layers, quant)
+    probe = registry.get(method).probes_layers
+    return ModelShape(total, trainable, hidden, 1 if probe else layers, quant, checkpointed and not probe)
+
+
+def _checkpointed(setting: str, method: str, total_params: int) -> bool:
+    """Whether the run will train with gradient checkpointing (as backend.training.loop decides)."""
+    from backend.training.runtime import use_checkpointing
+
+    return use_checkpointing(setting, registry.get(method).gradient_checkpointing, total_params)
 
 
 def describe(result: Any, epochs: int, available_mb: float, device: str, advice: str, stops: bool) -> str:

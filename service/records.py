@@ -157,6 +157,7 @@ class ModelFacts(TypedDict):
     device: str  # "cuda" or "cpu": where runs train
     available_mb: float  # GPU memory on cuda, else RAM
     fits: dict[str, bool]  # the same keys as memory_mb
+    gradient_checkpointing: bool  # whether the estimate assumes it (the setting, resolved)
     text: str  # one Markdown line for people
 
 

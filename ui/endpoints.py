@@ -91,20 +91,23 @@ class Endpoints(SweepEndpoints, AnalysisEndpoints, ReportEndpoints):
         batch_size: int | None = None,
         max_length: int | None = None,
         num_labels: int = 2,
+        gradient_checkpointing: str | None = None,
         request: gr.Request | None = None,
     ) -> ModelFacts:
         """What the Train tab says about a base model (None: the default): its size, encoder or
         decoder, the memory a run of ``method`` (label or key; None: the default) would need
         with the base in fp32, 8-bit and 4-bit, and whether that fits this machine. A hub id
         is looked up on the hub; offline the error says it needs internet.
+        ``gradient_checkpointing``: "auto" (None), "on" or "off", as for ``/launch``.
         Returns {model, hub_id, architecture, total_params, memory_mb, fits, text, ...}."""
         key = self.method(method)["key"] if method else next(m["key"] for m in self.methods if m["default"])
         check_model_name(model, self.api.list_models(), allow_local=self.api.settings.allow_local_models)
         # Left out: the service's defaults (the common settings' own defaults).
         shape = {k: int(v) for k, v in (("batch_size", batch_size), ("max_length", max_length)) if v}
         facts = self.api.model_facts(
-            model or None, key, dict(method_settings or {}), num_labels=max(2, int(num_labels)), **shape
-        )
+            model or None, key, dict(method_settings or {}), num_labels=max(2, int(num_labels)),
+            gradient_checkpointing=gradient_checkpointing or "auto", **shape,
+        )  # fmt: skip
         return self.shown(facts, request)
 
     def upload_dataset(
@@ -166,6 +169,7 @@ class Endpoints(SweepEndpoints, AnalysisEndpoints, ReportEndpoints):
         name: str | None = None,
         precision: str | None = None,
         group_by_length: bool | None = None,
+        gradient_checkpointing: str | None = None,
         rerun_of: int | None = None,
     ) -> RunSummary:
         """Queue a training job. ``method`` is a label ("LoRA") or key ("lora");
@@ -190,7 +194,11 @@ class Endpoints(SweepEndpoints, AnalysisEndpoints, ReportEndpoints):
                 max_length,
                 quant,
                 eval_dataset_id,
-                {"precision": precision, "group_by_length": group_by_length},
+                {
+                    "precision": precision,
+                    "group_by_length": group_by_length,
+                    "gradient_checkpointing": gradient_checkpointing,
+                },
             ),
             name=(name or "").strip() or None,
             rerun_of=as_id(rerun_of, "rerun_of") if rerun_of is not None else None,

@@ -37,6 +37,7 @@ class SweepEndpoints:
         name: str | None = None,
         precision: str | None = None,
         group_by_length: bool | None = None,
+        gradient_checkpointing: str | None = None,
     ) -> dict[str, Any]:
         """Queue a sweep: ``grid`` axes ("rank=2,8,32", one or two), ``methods`` (one run each,
         ``method_settings`` keyed by method), or ``trials`` N of an Optuna search over
@@ -48,7 +49,11 @@ class SweepEndpoints:
         base = self._config(  # type: ignore[attr-defined]
             as_id(dataset_id, "dataset_id"), first, own, model, epochs, lr, batch_size, max_length, quant,
             as_id(eval_dataset_id, "eval_dataset_id") if eval_dataset_id else None,
-            {"precision": precision, "group_by_length": group_by_length},
+            {
+                "precision": precision,
+                "group_by_length": group_by_length,
+                "gradient_checkpointing": gradient_checkpointing,
+            },
         )  # fmt: skip
         sweep_id = self.api.submit_sweep(
             base,

@@ -116,6 +116,23 @@ def test_model_facts_give_size_kind_and_memory_by_precision(snapshot: Path, benc
     assert full["memory_mb"]["none"] > memory["none"]  # type: ignore[operator]
 
 
+def test_model_facts_follow_the_gradient_checkpointing_setting(snapshot: Path, bench: Workbench) -> None:
+    """auto is on above 100M parameters, so SmolLM2's estimate assumes it; "off" keeps every
+    layer's activations and needs more; prefix tuning cannot checkpoint, whatever is asked."""
+    auto = bench.model_facts(SMOLLM2.name, "lora", batch_size=32, max_length=256)
+    off = bench.model_facts(SMOLLM2.name, "lora", batch_size=32, max_length=256, gradient_checkpointing="off")
+    assert auto["gradient_checkpointing"] and not off["gradient_checkpointing"]
+    assert "with gradient checkpointing" in auto["text"] and "checkpointing" not in off["text"]
+    saved = off["memory_mb"]["none"] - auto["memory_mb"]["none"]  # type: ignore[operator]
+    # 29 of 30 layers' activations (34 bytes per row x token x width) no longer kept, each
+    # layer's fp32 input (4 bytes) kept instead: (29 x 34 - 30 x 4) x 32 x 256 x 576 bytes
+    assert saved == pytest.approx((29 * 34 - 30 * 4) * 32 * 256 * 576 / 2**20, rel=0.01), saved
+    prefix = bench.model_facts(
+        SMOLLM2.name, "prefix", batch_size=32, max_length=256, gradient_checkpointing="on"
+    )
+    assert not prefix["gradient_checkpointing"]
+
+
 def test_the_default_is_an_encoder(bench: Workbench) -> None:
     facts = bench.model_facts(None, "lora")
     assert facts["model"] == DEFAULT_MODEL and facts["architecture"] == "encoder"

@@ -69,6 +69,12 @@ def test_the_tab_shows_smollm2_as_a_decoder_of_its_size(facts_event: Any) -> Non
     line = shown(facts_event, **{"Base model": SMOLLM2, "Batch size": 8, "Max length": 64})
     assert "134.5M parameters" in line and "decoder" in line, line
     assert "batch 8 × 64 tokens" in line, line
+    assert "with gradient checkpointing" in line, line  # auto: on above 100M parameters
+    off = shown(
+        facts_event,
+        **{"Base model": SMOLLM2, "Batch size": 8, "Max length": 64, "Gradient checkpointing": "off"},
+    )
+    assert "checkpointing" not in off and "134.5M parameters" in off, off
 
 
 def test_the_tab_says_an_unknown_hub_id_needs_internet(facts_event: Any) -> None:

@@ -8,6 +8,8 @@ import random
 import pytest
 
 from backend.forecast import (
+    ACTIVATION_BYTES,
+    CHECKPOINT_BYTES,
     ModelShape,
     calibrated_throughput,
     eval_padded_tokens,
@@ -50,6 +52,15 @@ def test_memory_terms() -> None:
     assert fit_base_mb([(lora, 32, 64, peak)]) == pytest.approx(900.0)
     assert memory_mb(lora, 32, 64, base_mb=fit_base_mb([(lora, 32, 64, peak)]) or 0) == pytest.approx(peak)
     assert fit_base_mb([(lora, 32, 64, 10.0)]) is None  # below the model's own terms: unusable
+
+
+def test_gradient_checkpointing_keeps_one_layer_of_activations_and_each_layers_input() -> None:
+    plain = ModelShape(134_500_000, 460_000, 576, 30)
+    checkpointed = ModelShape(134_500_000, 460_000, 576, 30, checkpointed=True)
+    per_layer = ACTIVATION_BYTES * 32 * 128 * 576 / 2**20  # one layer's activations, MB
+    saved = memory_mb(plain, 32, 128) - memory_mb(checkpointed, 32, 128)
+    inputs = 30 * CHECKPOINT_BYTES * 32 * 128 * 576 / 2**20
+    assert saved == pytest.approx(29 * per_layer - inputs)
 
 
 def test_a_forecast_adds_up() -> None:

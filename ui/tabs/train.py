@@ -123,7 +123,8 @@ class _Handlers:
             return problem(exc, "planning the run", toast=False)
         try:
             run = run_settings(values)
-            extra = {k: run[k] for k in ("model", "max_length", "quant", "precision", "group_by_length")}
+            keys = ("model", "max_length", "quant", "precision", "group_by_length", "gradient_checkpointing")
+            extra = {k: run[k] for k in keys}
             forecast = self.endpoints.api.forecast(
                 int(dataset_id), key, config, eval_dataset_id=eval_id or None, **settings, **extra
             )
@@ -208,6 +209,7 @@ def build_train_tab(
         common.quant,
         common.precision,
         common.group_by_length,
+        common.gradient_checkpointing,
     ]
     for component in (*plan_triggers, common.lr, common.batch_size, *forecast_triggers, *forms.components):
         component.change(h.plan, plan_inputs, [plan], **quiet)

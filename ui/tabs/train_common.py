@@ -1,6 +1,6 @@
 """The Train tab's common settings (model, epochs, learning rate, batch, length, quantization,
-precision, length grouping): their controls, made from the settings' metadata, and their
-values as the keyword arguments of ``/launch`` and ``/launch_sweep``."""
+precision, length grouping, gradient checkpointing): their controls, made from the settings'
+metadata, and their values as the keyword arguments of ``/launch`` and ``/launch_sweep``."""
 
 from __future__ import annotations
 
@@ -27,6 +27,7 @@ class Common:
     quant: gr.Radio
     precision: gr.Radio
     group_by_length: gr.Checkbox
+    gradient_checkpointing: gr.Radio
     facts: gr.Markdown  # the chosen model's size, kind and memory (ui.tabs.train_facts); no setting
 
     def components(self) -> list[Any]:
@@ -41,10 +42,11 @@ class Common:
             self.quant,
             self.precision,
             self.group_by_length,
+            self.gradient_checkpointing,
         ]
 
 
-COMMON_SETTINGS = 10  # len(Common.components()): handlers get these values before the method's
+COMMON_SETTINGS = 11  # len(Common.components()): handlers get these values before the method's
 
 
 def epochs_value(auto: bool, epochs: float | None) -> int | str:
@@ -59,9 +61,9 @@ def lr_value(auto: bool, lr: float | None) -> float | str:
 def run_settings(values: tuple[Any, ...] | list[Any]) -> dict[str, Any]:
     """The common settings' values (the first ``COMMON_SETTINGS`` of a handler's inputs) as
     the keyword arguments of ``/launch`` and ``/launch_sweep``."""
-    model, epochs_auto, epochs, lr_auto, lr, batch, max_length, quant, precision, grouped = values[
-        :COMMON_SETTINGS
-    ]
+    model, epochs_auto, epochs, lr_auto, lr, batch, max_length, quant, precision, grouped, checkpointing = (
+        values[:COMMON_SETTINGS]
+    )
     return {
         "model": model,
         "epochs": epochs_value(epochs_auto, epochs),
@@ -71,6 +73,7 @@ def run_settings(values: tuple[Any, ...] | list[Any]) -> dict[str, Any]:
         "quant": quant,
         "precision": precision,
         "group_by_length": bool(grouped),
+        "gradient_checkpointing": checkpointing,
     }
 
 
@@ -120,6 +123,8 @@ def common_settings(endpoints: Endpoints, method: dict[str, Any]) -> Common:
         here = f"Here 'auto' means {device['precision']}."
         precision = control_for(setting["precision"], info=f"{here} {setting['precision']['help']}")
         grouped = control_for(setting["group_by_length"])
+        checkpointing = control_for(setting["gradient_checkpointing"])
     return Common(
-        model, epochs_auto, epochs, lr_auto, lr, batch, max_length, quant, precision, grouped, facts
-    )
+        model, epochs_auto, epochs, lr_auto, lr, batch, max_length, quant, precision, grouped, checkpointing,
+        facts,
+    )  # fmt: skip

@@ -33,6 +33,7 @@ class FactsLine:
         dataset_id: int | None,
         batch_size: float | None,
         max_length: float | None,
+        checkpointing: str | None,
         *values: Any,
     ) -> str:
         try:
@@ -45,6 +46,7 @@ class FactsLine:
                 batch_size=int(batch_size) if batch_size else None,
                 max_length=int(max_length) if max_length else None,
                 num_labels=max(2, len(labels)),
+                gradient_checkpointing=checkpointing,
             )
         except Exception as exc:  # noqa: BLE001 - e.g. a hub id while offline
             return problem(exc, "reading the model's facts", toast=False)
@@ -65,7 +67,10 @@ def wire_model_facts(
     (the first call imports torch; a hub id asks the hub), a slider dragged meanwhile costs
     one more call, not one per step.
     """
-    inputs = [common.model, method, dataset, common.batch_size, common.max_length, *forms.components]
+    inputs = [
+        common.model, method, dataset, common.batch_size, common.max_length, common.gradient_checkpointing,
+        *forms.components,
+    ]  # fmt: skip
     triggers = [demo.load, *(component.change for component in inputs)]
     gr.on(
         triggers,
