@@ -82,7 +82,15 @@ def done_runs() -> dict[tuple[str, str, str, int], dict[str, Any]]:
 
 def run_one(dataset: str, method: str, config: str, seed: int, train: Path, out: Path) -> dict[str, Any]:
     from backend.run import run_training
+    from backend.training.callbacks import Callback
     from backend.training.config import TrainConfig
+
+    class LogFile(Callback):
+        """The run's log beside its artifacts (what the search tried, each epoch), to read later."""
+
+        def on_log(self, message: str) -> None:
+            with out.with_suffix(".log").open("a") as fh:
+                fh.write(message + "\n")
 
     split, _ = DATASETS[dataset]
     settings = {"method_config": VARIANTS[config][1]} if config in VARIANTS else CONFIGS[config]
@@ -94,7 +102,7 @@ def run_one(dataset: str, method: str, config: str, seed: int, train: Path, out:
         **settings,
     )
     started = time.perf_counter()
-    s = run_training(cfg, out)
+    s = run_training(cfg, out, LogFile())
     keep = ("accuracy", "macro_f1", "lr", "epochs", "epochs_run", "train_seconds", "lr_search_seconds")
     return {
         "dataset": dataset,
@@ -143,18 +151,21 @@ Cells = dict[tuple[str, str, str, int], dict[str, Any]]
 INTRO = (
     "on a 2-core CPU: {rows} training rows per dataset (seeded sample), the dataset's own dev/test "
     "split for evaluation, max length 128, batch 32. **auto** = the new defaults (learning rate and "
-    "epochs auto, early stopping, patience 3); **old** = each method's fixed learning rate and "
+    "epochs auto, early stopping with patience 3, counted once a run beats the majority class); "
+    "**old** = each method's fixed learning rate and "
     "epochs (3; probe 10), no early stopping. Metric: accuracy, macro-F1 for sms_spam (imbalanced). "
     "Where several seeds ran: mean ± standard deviation. *lr* = the learning rate the search chose "
     "(per seed); *search* = its time as a share of the rest of the run. ⚠ = at or below the "
-    "majority class."
+    "majority class. *code* = the commit each row ran with (the defaults changed between some: "
+    "013a05a judged the learning-rate search against the label prior and let runs at the majority "
+    "class train on; 4a6f2c8 moved P-tuning's candidates to 1e-2 … 1e-1)."
 )
 
 
 def method_rows(cells: Cells, metric: str) -> list[str]:
     lines = [
-        "| method | auto | old | lr chosen | epochs run / planned | search share | seeds |",
-        "|---|---:|---:|---|---:|---:|---:|",
+        "| method | auto | old | lr chosen | epochs run / planned | search share | seeds | code |",
+        "|---|---:|---:|---|---:|---:|---:|---|",
     ]
     for method in METHODS:
         auto = [v for k, v in cells.items() if k[1] == method and k[2] == "auto"]
@@ -165,9 +176,50 @@ def method_rows(cells: Cells, metric: str) -> list[str]:
         epochs = ", ".join(f"{r['epochs_run']}/{r['epochs']}" for r in auto) or "–"
         shares = [r["lr_search_share"] for r in auto if r.get("lr_search_share") is not None]
         share = f"{max(shares):.0%} max" if shares else "–"
+        commits = ", ".join(sorted({r.get("commit", "15328e0") for r in auto + old}))
         lines.append(
             f"| {method} | {score(auto, metric)} | {score(old, metric)} | {lrs} | {epochs} | {share} | "
-            f"{len(auto)} |"
+            f"{len(auto)} | {commits} |"
+        )
+    return lines
+
+
+FULL_GAP, PROMPT_GAP, SEARCH_CEILING = 0.05, 0.15, 0.15  # the issue's targets
+
+
+def verdicts(runs: Cells) -> list[str]:
+    """The issue's targets per dataset, on the "auto" rows (means over seeds): every method within
+    5 points of full fine-tuning (prompt tuning 15), none at or below the majority class, and the
+    search at most 15% of the run's time. A cell not run yet is said so, not guessed."""
+    lines = [
+        "## Targets (auto rows)",
+        "",
+        "| dataset | full FT | within 5 points of full FT (prompt: 15) | at/below majority | "
+        "search share > 15% | not run yet |",
+        "|---|---:|---|---|---|---|",
+    ]
+    for dataset, (_, metric) in DATASETS.items():
+        auto = {m: [v[metric] for k, v in runs.items() if k[0] == dataset and k[1] == m and k[2] == "auto"]
+                for m in METHODS}  # fmt: skip
+        flagged = sorted({k[1] for k, v in runs.items() if k[0] == dataset and k[2] == "auto" and v["flag"]})
+        slow = sorted({
+            k[1] for k, v in runs.items()
+            if k[0] == dataset and k[2] == "auto" and (v.get("lr_search_share") or 0) > SEARCH_CEILING
+        })  # fmt: skip
+        missing = [m for m, v in auto.items() if not v]
+        full = statistics.mean(auto["full"]) if auto["full"] else None
+        if full is None:
+            gaps = "– (no full fine-tuning run yet)"
+        else:
+            behind = [
+                f"{m} {statistics.mean(v) - full:+.3f}"
+                for m, v in auto.items()
+                if v and statistics.mean(v) < full - (PROMPT_GAP if m == "prompt" else FULL_GAP)
+            ]
+            gaps = "all" if not behind else "missed: " + ", ".join(behind)
+        lines.append(
+            f"| {dataset} | {f'{full:.3f}' if full is not None else '–'} | {gaps} | "
+            f"{', '.join(flagged) or 'none'} | {', '.join(slow) or 'none'} | {', '.join(missing) or '–'} |"
         )
     return lines
 
@@ -200,6 +252,7 @@ def render(runs: Cells, rows: int) -> str:
         majority = next(iter(cells.values()))["majority" if metric == "accuracy" else "majority_macro_f1"]
         lines += [f"## {dataset} ({split} split, {metric}; majority class {majority:.3f})", ""]
         lines += [*method_rows(cells, metric), *variant_rows(cells, metric), ""]
+    lines += [*verdicts(runs), ""]
     return "\n".join(lines) + "\n"
 
 
@@ -210,14 +263,22 @@ def main() -> int:
     p.add_argument("--only", help="comma-separated method keys")
     p.add_argument("--datasets", help="comma-separated dataset folders")
     p.add_argument("--configs", help="comma-separated: auto, old (default both, then the setting variants)")
+    p.add_argument(
+        "--redo",
+        action="store_true",
+        help="run the selected cells again unless done at this commit (after a default changed; the "
+        "newest row counts)",
+    )
     args = p.parse_args()
     if not SHARED.is_dir():
         print(f"no shared data at {SHARED}", file=sys.stderr)
         return 2
     folder = Path(tempfile.mkdtemp(prefix="bench-tasks-"))
-    for dataset, method, config, seed in plan(args):
-        if (dataset, method, config, seed) in done_runs():
+    for cell in plan(args):
+        done = done_runs().get(cell)
+        if done and (not args.redo or done.get("commit") == COMMIT):  # --redo resumes too
             continue
+        dataset, method, config, seed = cell
         print(f"{dataset} {method} {config} seed {seed} ...", flush=True)
         out = folder / f"{dataset}-{method}-{config}-{seed}"
         try:
