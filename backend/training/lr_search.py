@@ -9,11 +9,7 @@ until one is left. The whole search gets about ``SEARCH_SHARE`` of the run's pla
 training samples, held-out passes included (a forward pass costs ~1/3 of a step).
 
 Held-out *loss* ranks the candidates rather than accuracy: after a few dozen steps many
-candidates still predict the majority class, and only the loss shows which one moves. A
-candidate has "moved" only once its loss is below that of the label prior (always answering
-the training data's class frequencies): any rate learns the prior in a few steps, and on a
-skewed 6-class set (emotion) that alone took the loss from 1.79 to 1.61, which ranked 3e-3
-first for P-tuning, whose run then sat at the majority class for every epoch.
+candidates still predict the majority class, and only the loss shows which one moves.
 
 This module holds the search itself, shared by both kinds of trial: the budget arithmetic
 (``Costs``, ``plan_schedule``), the rounds (``successive_halving``) and the held-out split.
@@ -130,7 +126,6 @@ def successive_halving(
     schedule: Schedule,
     cb: Callback,
     prior: float | None = None,
-    floor: float | None = None,
 ) -> list[Candidate]:
     """Run the rounds; returns every candidate, the winner first.
 
@@ -148,29 +143,24 @@ def successive_halving(
     instead (tried first) lost to the defaults on SST-2 for LoRA (1e-2: 0.775 against 0.825),
     prompt tuning (0.1: 0.649 against 0.739), adapters and full fine-tuning (bench/FORECAST.md's
     runs against bench/SPEED.md's). Without a prior, the largest stable rate.
-
-    ``floor``: the held-out loss of the label prior (``prior_loss``); "moved" means below both
-    it and the start.
     """
     candidates = [Candidate(lr) for lr in lrs]
     trials = {c.lr: make_trial(c.lr) for c in candidates}
-    reference = trials[candidates[0].lr].score()[0]  # every candidate starts from these weights
-    if floor is not None:
-        reference = min(reference, floor)
+    start_loss = trials[candidates[0].lr].score()[0]  # every candidate starts from these weights
     alive = list(candidates)
     for round_no, steps in enumerate(schedule.round_steps, 1):
         for extension in range(MAX_EXTENSIONS + 1):
             for cand in alive:
                 _advance(cand, trials[cand.lr], steps, round_no, cb)
             alive.sort(key=lambda c: c.eval_loss)
-            if alive[0].eval_loss < reference * (1 - MIN_LOSS_GAIN) or extension == MAX_EXTENSIONS:
+            if alive[0].eval_loss < start_loss * (1 - MIN_LOSS_GAIN) or extension == MAX_EXTENSIONS:
                 break
             cb.on_log(
-                f"learning-rate search round {round_no}: no candidate is below the starting or label-prior "
-                f"held-out loss ({reference:.3f}) yet; {steps} more steps each"
+                f"learning-rate search round {round_no}: no candidate is below the starting held-out "
+                f"loss ({start_loss:.3f}) yet; {steps} more steps each"
             )
-        if round_no == 1 and not alive[0].eval_loss < reference * (1 - MIN_LOSS_GAIN):
-            return _inconclusive(candidates, reference, cb, prior)
+        if round_no == 1 and not alive[0].eval_loss < start_loss * (1 - MIN_LOSS_GAIN):
+            return _inconclusive(candidates, start_loss, cb, prior)
         cb.on_log(
             f"learning-rate search round {round_no}/{len(schedule.round_steps)} "
             f"({alive[0].steps} steps each): "
@@ -186,7 +176,7 @@ def successive_halving(
 
 
 def _inconclusive(
-    candidates: list[Candidate], reference: float, cb: Callback, prior: float | None
+    candidates: list[Candidate], start_loss: float, cb: Callback, prior: float | None
 ) -> list[Candidate]:
     """No candidate moved the held-out loss: the one nearest the method's default wins (see
     above), else the largest that did not diverge."""
@@ -200,8 +190,7 @@ def _inconclusive(
         )
     winner.inconclusive = True
     cb.on_log(
-        f"learning-rate search: no candidate moved the held-out loss below its start or the label "
-        f"prior's ({reference:.3f}) "
+        f"learning-rate search: no candidate moved the held-out loss below its start ({start_loss:.3f}) "
         f"within the budget; taking {why}, {winner.lr:g}"
     )
     return [winner, *sorted((c for c in candidates if c is not winner), key=lambda c: c.lr)]
@@ -216,14 +205,6 @@ def _advance(cand: Candidate, trial: Trial, steps: int, round_no: int, cb: Callb
             cand.diverged, cand.eval_loss = True, math.inf
     cand.steps += steps
     cand.rounds = round_no
-
-
-def prior_loss(fit_labels: list[int], held_labels: list[int], num_labels: int) -> float:
-    """Held-out cross-entropy of always answering the fitted rows' class frequencies: what a
-    model that ignores the text reaches (add-one smoothing keeps an unseen class finite)."""
-    counts = np.bincount(np.asarray(fit_labels, dtype=np.int64), minlength=num_labels) + 1.0
-    log_p = np.log(counts / counts.sum())
-    return float(-np.mean(log_p[np.asarray(held_labels, dtype=np.int64)]))
 
 
 def holdout_split(labels: list[int], rows: int, seed: int) -> tuple[list[int], list[int]]:

@@ -30,7 +30,6 @@ from backend.training.lr_search import (
     batches_forever,
     holdout_split,
     plan_schedule,
-    prior_loss,
     result_dict,
     search_batch_size,
     successive_halving,
@@ -230,8 +229,7 @@ def search_model_lr(
             f"{schedule.round_steps} steps of {search.batch_size} rows on {len(fit_idx)} training rows, "
             f"judged on {len(search.holdout)} held-out training rows (budget {schedule.budget:.0f} s)"
         )
-        floor = prior_loss(search.train.labels, search.holdout.labels, len(label_names))
-        candidates = successive_halving(lrs, search.trial, schedule, cb, prior, floor)
+        candidates = successive_halving(lrs, search.trial, schedule, cb, prior)
     finally:
         search.restore_initial()
     return result_dict(candidates, schedule, time.perf_counter() - started, len(fit_idx))
