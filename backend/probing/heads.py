@@ -21,7 +21,6 @@ from backend.training.lr_search import (
     batches_forever,
     holdout_split,
     plan_schedule,
-    prior_loss,
     result_dict,
     sample_costs,
     search_batch_size,
@@ -80,8 +79,7 @@ def search_head_lr(
         held_out = (x[held], y[held].numpy())
         return HeadTrial(lr, x[fit], y[fit], held_out, pcfg, cfg, label_names, warmup, batch_size)
 
-    floor = prior_loss(y[fit].tolist(), y[held].tolist(), len(label_names))
-    candidates = successive_halving(lrs, trial, schedule, cb, registry.get(cfg.method).default_lr, floor)
+    candidates = successive_halving(lrs, trial, schedule, cb, registry.get(cfg.method).default_lr)
     return result_dict(candidates, schedule, time.perf_counter() - started, len(fit))
 
 

@@ -30,7 +30,6 @@ from backend.training.lr_search import (
     Costs,
     Schedule,
     plan_schedule,
-    prior_loss,
     result_dict,
     sample_costs,
     successive_halving,
@@ -171,32 +170,6 @@ def test_patience_counts_only_once_the_run_beats_the_majority_class() -> None:
     assert patience_exhausted(moved, 3, majority=0.35)  # three evaluations since 0.42
     assert not patience_exhausted(moved, 4, majority=0.35)
     assert not patience_exhausted(moved, 0, majority=0.0)  # patience 0: never
-
-
-def test_the_label_prior_is_the_reference_a_candidate_must_beat() -> None:
-    """Learning the class frequencies is not learning from the text: on a skewed set every rate
-    gets there in a few steps, so "moved" means below the prior's held-out loss."""
-    assert prior_loss([0, 1] * 50, [0, 1] * 10, 2) == pytest.approx(math.log(2))
-    skewed = prior_loss([0] * 90 + [1] * 10, [0] * 9 + [1], 2)
-    assert skewed == pytest.approx(-(0.9 * math.log(91 / 102) + 0.1 * math.log(11 / 102)))
-    losses = {1e-3: 8.0, 1e-2: 2.0}
-    schedule = Schedule(round_steps=[2, 4], survivors=[2, 1], holdout_rows=32, budget=0)
-
-    class PriorOnly(FixedTrial):
-        """Starts at 1.7 (an untrained head), learns the prior (1.0-1.1) at once, then nothing."""
-
-        def score(self) -> tuple[float, float]:
-            return (1.7 if not self.steps else 1.0 if self.lr < 1e-2 else 1.1), 0.5
-
-    def trial(lr: float) -> PriorOnly:
-        return PriorOnly(lr, losses)
-
-    # Against the start alone 1e-3's 1.0 "moved" and won on rank...
-    ranked, *_ = successive_halving(tuple(losses), trial, schedule, Callback(), prior=1e-2)
-    assert ranked.lr == 1e-3 and not ranked.inconclusive
-    # ... against a prior of 1.0 nothing moved: the method's default is taken.
-    held, *_ = successive_halving(tuple(losses), trial, schedule, Callback(), prior=1e-2, floor=1.0)
-    assert held.lr == 1e-2 and held.inconclusive
 
 
 def test_flag_for_a_run_that_cannot_learn(tmp_path: Path) -> None:
