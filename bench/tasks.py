@@ -156,9 +156,10 @@ INTRO = (
     "epochs (3; probe 10), no early stopping. Metric: accuracy, macro-F1 for sms_spam (imbalanced). "
     "Where several seeds ran: mean ± standard deviation. *lr* = the learning rate the search chose "
     "(per seed); *search* = its time as a share of the rest of the run. ⚠ = at or below the "
-    "majority class. *code* = the commit each row ran with (the defaults changed between some: "
-    "013a05a judged the learning-rate search against the label prior and let runs at the majority "
-    "class train on; 4a6f2c8 moved P-tuning's candidates to 1e-2 … 1e-1)."
+    "majority class. *code* = the commit each row ran with (the defaults changed between some: from "
+    "013a05a runs at the majority class are not stopped early; 4a6f2c8 moved P-tuning's candidates "
+    "to 1e-2 … 1e-1; 984e46d judged the search against the label prior's loss, which 2e8af06 "
+    "reverted; each cell shows its newest row)."
 )
 
 
