@@ -18,11 +18,13 @@ from backend.training.callbacks import Callback, EpochInfo, StepInfo, TrainingCa
 from backend.training.config import TrainConfig
 from backend.training.lr_search import (
     WARMUP_SHARE,
+    Score,
     batches_forever,
     holdout_split,
     plan_schedule,
     result_dict,
     sample_costs,
+    score_probs,
     search_batch_size,
     successive_halving,
 )
@@ -58,9 +60,10 @@ class HeadTrial:
             self.opt.step()
         return True
 
-    def score(self) -> tuple[float, float]:
-        metrics = evaluate_head(self.head, *self.held, self.label_names)
-        return metrics["eval_loss"], metrics["accuracy"]
+    def score(self) -> Score:
+        self.head.eval()
+        with torch.no_grad():
+            return score_probs(self.held[1], torch.softmax(self.head(self.held[0]), -1).numpy())
 
 
 def search_head_lr(

@@ -19,7 +19,14 @@ from backend.methods.probe import Config
 from backend.methods.probe_head import ProbeHead, resolve_layer
 from backend.probing.features import cache_key, cached_features, compute_features, load_encoder
 from backend.probing.heads import search_head_lr, train_head
-from backend.training.autotune import EpochPlan, RunLength, autotune_summary, learning_check, plan_epochs
+from backend.training.autotune import (
+    EpochPlan,
+    RunLength,
+    autotune_summary,
+    describe_search,
+    learning_check,
+    plan_epochs,
+)
 from backend.training.callbacks import LayerInfo, TrainingCancelled
 from backend.training.config import AUTO
 from backend.training.outcome import RunContext, RunOutcome, run_summary
@@ -89,6 +96,7 @@ def train_layers(
         if cfg.lr == AUTO:
             search = search_head_lr(feats.train[layer], y, pcfg, cfg, data.label_names, plan.epochs, cb)
             search_seconds += search["seconds"]
+            cb.on_log((f"layer {layer}: " if pcfg.sweep_layers else "") + describe_search(search))
         layer_cfg = replace(cfg, epochs=plan.epochs, lr=search["chosen"] if search else cfg.lr)
         head, best, history = train_head(
             feats.train[layer], y, feats.eval[layer], ye, pcfg, layer_cfg, data.label_names,

@@ -10,11 +10,14 @@ a few vectors.
 from __future__ import annotations
 
 import itertools
+import math
+import statistics
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import torch
 
 from backend.data.batching import Encoded
@@ -27,15 +30,19 @@ from backend.training.lr_search import (
     SEARCH_SHARE,
     WARMUP_SHARE,
     Costs,
+    Score,
     batches_forever,
     holdout_split,
     plan_schedule,
     result_dict,
+    score_probs,
     search_batch_size,
     successive_halving,
 )
-from backend.training.metrics import evaluate
+from backend.training.metrics import predict_probs
 from backend.training.runtime import autocast
+
+TIMED_STEPS = 3  # the cost ratio is the median of three timed steps at each batch size
 
 
 def search_optimizer(params: list[torch.nn.Parameter], lr: float, weight_decay: float) -> torch.optim.AdamW:
@@ -64,7 +71,7 @@ class ModelTrial:
     def advance(self, steps: int, cancelled: Callable[[], bool]) -> bool:
         return self.owner.advance(self, steps, cancelled)
 
-    def score(self) -> tuple[float, float]:
+    def score(self) -> Score:
         return self.owner.score(self)
 
 
@@ -103,8 +110,8 @@ class ModelSearch:
             yield from self.train.index_batches(self.batch_size, True, self.seed + epoch, True)
 
     def step_seconds(self, batch_size: int) -> float:
-        """Wall time of one training step at ``batch_size`` (the second of two: the first warms
-        kernels up). Learning rate 0, so the weights do not move.
+        """Wall time of one training step at ``batch_size``: the median of three, after one that
+        warms kernels up. Learning rate 0, so the weights do not move.
 
         Timed on a typical batch of the run: with length grouping, rows around the median
         length (a random batch pads to its longest row and would overstate the cost)."""
@@ -116,8 +123,8 @@ class ModelSearch:
             start = max(0, len(order) // 2 - batch_size // 2)
             rows = order[start : start + batch_size]
         self.model.train()
-        elapsed = 0.0
-        for _ in range(2):
+        times = []
+        for _ in range(TIMED_STEPS + 1):
             started = time.perf_counter()
             with autocast(self.device, self.precision):
                 loss = self.model(**{k: v.to(self.device) for k, v in self.train.batch(rows).items()}).loss
@@ -125,8 +132,8 @@ class ModelSearch:
             torch.nn.utils.clip_grad_norm_(params, self.max_grad_norm)
             opt.step()
             opt.zero_grad(set_to_none=True)
-            elapsed = time.perf_counter() - started
-        return elapsed
+            times.append(time.perf_counter() - started)
+        return statistics.median(times[1:])
 
     def trial(self, lr: float) -> ModelTrial:
         return ModelTrial(lr, self, {n: t.clone() for n, t in self.initial.items()})
@@ -174,20 +181,24 @@ class ModelSearch:
         trial.optimizer_state = opt.state_dict()
         return finite and all(torch.isfinite(t).all() for t in trial.weights.values())
 
-    def score(self, trial: ModelTrial) -> tuple[float, float]:
+    def score(self, trial: ModelTrial) -> Score:
         self._load(trial.weights)
-        metrics = evaluate(self.model, self.holdout, self.label_names, self.device, self.precision)
-        return metrics["eval_loss"], metrics["accuracy"]
+        probs = predict_probs(self.model, self.holdout, self.device, self.precision)
+        return score_probs(np.asarray(self.holdout.labels), probs)
 
 
 def measured_costs(search: ModelSearch, batch_size: int, planned_samples: int) -> Costs:
-    """Costs in seconds, timed on this model and machine: a method that updates every weight
-    pays more per optimizer step than one that trains a few vectors, and the budget is a
-    share of the run's *time*, not of its rows."""
-    full_step = search.step_seconds(batch_size)
-    search_step = search.step_seconds(search.batch_size)
-    planned_seconds = planned_samples / batch_size * full_step
-    return Costs(search_step, EVAL_COST * full_step / batch_size, max(1e-3, SEARCH_SHARE * planned_seconds))
+    """Costs in the run's own training steps, from one ratio timed on this model and machine.
+
+    A search step (quarter batch) costs the run's step times that ratio: for a method that
+    updates every weight the optimizer's share makes it dearer than its rows alone say. The
+    ratio is rounded to a power of 2^(1/4) (at most 9% off): timing noise of a few percent
+    would otherwise change the schedule, and with it the choice, from one launch of the same
+    run to the next (LoRA on SST-2 chose 1e-2 in one run and 3e-3 in the next, same seed)."""
+    ratio = search.step_seconds(search.batch_size) / search.step_seconds(batch_size)
+    ratio = 2 ** (round(4 * math.log2(max(ratio, 1e-3))) / 4)
+    planned_steps = planned_samples / batch_size
+    return Costs(ratio, EVAL_COST / batch_size, max(1.0, SEARCH_SHARE * planned_steps))
 
 
 def search_model_lr(
@@ -227,7 +238,8 @@ def search_model_lr(
         cb.on_log(
             f"learning-rate search: {len(lrs)} candidates ({', '.join(f'{lr:g}' for lr in lrs)}), rounds of "
             f"{schedule.round_steps} steps of {search.batch_size} rows on {len(fit_idx)} training rows, "
-            f"judged on {len(search.holdout)} held-out training rows (budget {schedule.budget:.0f} s)"
+            f"judged on {len(search.holdout)} held-out training rows (budget: the time of "
+            f"{schedule.budget:.0f} of the run's {planned_samples / batch_size:.0f} planned steps)"
         )
         candidates = successive_halving(lrs, search.trial, schedule, cb, prior)
     finally:

@@ -82,9 +82,13 @@ def metrics_from_probs(labels: np.ndarray, probs: np.ndarray, label_names: list[
     """classification_metrics of the argmax, plus the mean cross-entropy ("eval_loss")."""
     metrics = classification_metrics(labels, probs.argmax(-1), label_names)
     # "+ 0.0" turns the -0.0 of a perfect fit into 0.0 (logs would print "-0.0000").
-    picked = np.clip(probs[np.arange(len(labels)), labels], 1e-12, 1.0)
-    metrics["eval_loss"] = float(-np.log(picked).mean()) + 0.0
+    metrics["eval_loss"] = float(row_losses(labels, probs).mean()) + 0.0
     return metrics
+
+
+def row_losses(labels: np.ndarray, probs: np.ndarray) -> np.ndarray:
+    """Each row's cross-entropy (the learning-rate search compares candidates row by row)."""
+    return -np.log(np.clip(probs[np.arange(len(labels)), labels], 1e-12, 1.0))
 
 
 def majority_baseline(train_labels: list[int], eval_labels: list[int], num_labels: int) -> dict[str, float]:

@@ -1,0 +1,141 @@
+"""Benchmark: what the learning-rate search decides, cell by cell, without the runs after it.
+
+    .venv/bin/python bench/lr_search.py [--rows 1000] [--only lora,ia3] [--datasets emotion]
+
+For every method on the four shared datasets (the same training rows, settings and seed as
+bench/tasks.py's "auto" column), the real run starts, its search runs, and the run is stopped
+as the search reports its choice. What the search logged (the finalists' per-row held-out
+loss gap and its standard error, the choice, its time) goes to bench/lr_search_runs.jsonl and
+bench/LR_SEARCH.md. The search is seeded, so a full run with the same code chooses the same.
+A search costs ~12% of a run: this sees every cell's decision in ~1/8 of bench/tasks.py's time,
+and tells which cells a change to the search moves (those then get a full run there).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import re
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from backend.training.lr_search import SEARCH_SHARE
+from bench.tasks import COMMIT, DATASETS, METHODS, SHARED, train_subset
+
+ROOT = Path(__file__).resolve().parent.parent
+RUNS = ROOT / "bench" / "lr_search_runs.jsonl"
+REPORT = ROOT / "bench" / "LR_SEARCH.md"
+GAP = re.compile(r"(\S+) (beats|is within the noise of) (\S+) .*?([-+]?[\d.]+) ± ([\d.]+)")
+
+
+class SearchDone(Exception):
+    """Raised from the log callback once the search has chosen: the run stops there."""
+
+
+def search_one(dataset: str, method: str, train: Path) -> dict[str, Any]:
+    from backend.run import run_training
+    from backend.training.callbacks import Callback
+    from backend.training.config import TrainConfig
+
+    lines: list[str] = []
+
+    class StopAfterSearch(Callback):
+        def on_log(self, message: str) -> None:
+            lines.append(message)
+            if message.startswith("learning rate ") and "held-out loss per candidate" in message:
+                raise SearchDone
+
+    split, _ = DATASETS[dataset]
+    eval_data = str(SHARED / dataset / f"{split}.csv")
+    cfg = TrainConfig(data=str(train), eval_data=eval_data, method=method, seed=0)
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory() as out, contextlib.suppress(SearchDone):
+        run_training(cfg, Path(out), StopAfterSearch())
+    choice = next(line for line in lines if line.startswith("learning rate "))
+    finals = [m.groups() for line in lines if (m := GAP.search(line)) and "learning-rate search:" in line]
+    return {
+        "dataset": dataset,
+        "method": method,
+        "chosen": float(choice.split()[2]),
+        "tie": any(f[1] != "beats" for f in finals),
+        "finalists": [finalist(f) for f in finals],
+        "log": choice,
+        "wall_seconds": round(time.perf_counter() - started, 1),
+        "commit": COMMIT,
+    }
+
+
+def finalist(groups: tuple[str, ...]) -> dict[str, Any]:
+    """One logged comparison of the last round: who beat whom, or who tied, by how much."""
+    who, verdict, other, gap, se = groups
+    side = "larger" if verdict == "beats" else "smaller"
+    return {side: float(who), "other": float(other), "gap": float(gap), "se": float(se)}
+
+
+def render(rows: list[dict[str, Any]], n: int) -> str:
+    lines = [
+        "# What the learning-rate search chooses",
+        "",
+        f'`python bench/lr_search.py --rows {n}`: the search of each "auto" run of bench/tasks.py '
+        "(seed 0), stopped once it has chosen. *finalists*: the last round's comparison, as the mean "
+        "per-row held-out loss gap ± its paired standard error; a smaller rate within one standard "
+        "error of the best is taken (*tie*).",
+        "",
+        "| dataset | method | budget | chosen | finalists | tie | wall s | code |",
+        "|---|---|---:|---:|---|---|---:|---|",
+    ]
+    for r in rows:
+        finals = "; ".join(
+            f"{f.get('larger', f.get('smaller')):g} vs {f['other']:g}: {f['gap']:+.3f} ± {f['se']:.3f}"
+            for f in r["finalists"]
+        )
+        lines.append(
+            f"| {r['dataset']} | {r['method']} | {r['share']:.0%} | {r['chosen']:g} | {finals or '–'} | "
+            f"{'yes' if r['tie'] else ''} | {r['wall_seconds']} | {r['commit']} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--rows", type=int, default=1000)
+    p.add_argument("--only", help="comma-separated method keys")
+    p.add_argument("--datasets", help="comma-separated dataset folders")
+    p.add_argument(
+        "--share",
+        type=float,
+        help="try another search budget (share of the planned run; the default is the product's)",
+    )
+    args = p.parse_args()
+    if args.share:  # a study of the budget: the product's constant, replaced for this process only
+        import backend.training.lr_search as lr_search
+        import backend.training.lr_search_model as lr_search_model
+
+        lr_search.SEARCH_SHARE = lr_search_model.SEARCH_SHARE = args.share
+    if not SHARED.is_dir():
+        print(f"no shared data at {SHARED}", file=sys.stderr)
+        return 2
+    folder = Path(tempfile.mkdtemp(prefix="bench-lr-"))
+    for dataset in args.datasets.split(",") if args.datasets else list(DATASETS):
+        for method in args.only.split(",") if args.only else METHODS:
+            row = search_one(dataset, method, train_subset(dataset, args.rows, folder))
+            row["share"] = args.share or SEARCH_SHARE
+            print(json.dumps(row), flush=True)
+            with RUNS.open("a") as fh:
+                fh.write(json.dumps(row) + "\n")
+    rows = [json.loads(line) for line in RUNS.read_text().splitlines() if line.strip()]
+    for r in rows:
+        r.setdefault("share", SEARCH_SHARE)  # rows from before --share existed
+    newest = {(r["dataset"], r["method"], r["share"]): r for r in rows}
+    REPORT.write_text(render(list(newest.values()), args.rows))
+    print(REPORT.read_text())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
