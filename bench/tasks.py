@@ -31,9 +31,20 @@ SHARED = ROOT.parent / "shared" / "data"
 RUNS = ROOT / "bench" / "tasks_runs.jsonl"
 # Each row records the code it ran with: the benchmark resumes across sessions, and rows from
 # code whose defaults have since changed must be told apart (rows without it: 15328e0).
+# "+changes": the product's code differed from that commit (uncommitted edits) when it ran.
 COMMIT = subprocess.run(
     ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=False
-).stdout.strip()
+).stdout.strip() + (
+    "+changes"
+    if subprocess.run(
+        ["git", "status", "--porcelain", "backend", "service", "jobs"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout.strip()
+    else ""
+)
 REPORT = ROOT / "bench" / "TASKS.md"
 METHODS = ["probe", "full", "lora", "prompt", "prefix", "ptuning", "adapter", "ia3"]
 # dataset -> (evaluation split, the metric the target is judged on)

@@ -176,6 +176,7 @@ def per_class_f1(compare: dict[str, Any]) -> tuple[pd.DataFrame, list[str]]:
 
 
 CHOSEN, DROPPED, DIVERGED = "chosen", "dropped", "diverged"
+TIED = "as good, larger (not taken)"  # the rate the chosen one tied with (the search's tie rule)
 
 
 def lr_search(search: dict[str, Any] | None) -> pd.DataFrame:
@@ -185,8 +186,12 @@ def lr_search(search: dict[str, Any] | None) -> pd.DataFrame:
     so candidates get a zero-padded rank prefix to keep the numeric order.
     """
     rows = []
-    for rank, c in enumerate(sorted((search or {}).get("candidates") or [], key=lambda c: c["lr"])):
+    candidates = sorted((search or {}).get("candidates") or [], key=lambda c: c["lr"])
+    tie = next((c.get("tie_with") for c in candidates if c["lr"] == search["chosen"]), None)
+    for rank, c in enumerate(candidates):
         outcome = DIVERGED if c["diverged"] else CHOSEN if c["lr"] == search["chosen"] else DROPPED
+        if tie and c["lr"] == tie[0]:
+            outcome = TIED
         loss = None if c["diverged"] or not math.isfinite(c["eval_loss"]) else c["eval_loss"]
         rows.append(
             {

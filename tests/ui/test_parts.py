@@ -29,6 +29,7 @@ from ui.server import (
     sweep_stale_uploads,
 )
 from ui.tabs.data import disk_line, human_bytes
+from ui.tabs.runs import search_text
 from ui.uploads import discard_upload
 
 
@@ -357,6 +358,16 @@ def test_lr_search_chart_marks_the_choice_in_numeric_order() -> None:
     assert frame["outcome"].tolist() == ["dropped", "dropped", "chosen", "diverged"]
     assert frame["held_out_loss"].tolist()[:3] == [0.69, 0.61, 0.42]
     assert charts.lr_search(None).empty
+    # The search's tie rule: 3e-3 taken although 1e-2 scored lower, within the noise.
+    search["chosen"] = 3e-3
+    search["candidates"][1]["tie_with"] = [1e-2, 0.012, 0.011]
+    assert charts.lr_search(search)["outcome"].tolist() == ["dropped", "chosen", charts.TIED, "diverged"]
+    text = search_text({"lr_search": {**search, "seconds": 2.0, "train_rows": 850, "holdout_rows": 150,
+                                      "round_steps": [9, 9]}})  # fmt: skip
+    assert "0.01 scored a slightly lower loss, but by 0.012 ± 0.011 per row" in text
+    search["candidates"][1].pop("tie_with")
+    assert "scored a slightly lower loss" not in search_text({"lr_search": {**search, "seconds": 2.0,
+        "train_rows": 850, "holdout_rows": 150, "round_steps": [9, 9]}})  # fmt: skip
 
 
 # ---------------------------------------------------------------- limits and cleanup
