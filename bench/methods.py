@@ -180,8 +180,9 @@ def lora_fitter(train: Path, pad_to: int | None) -> dict[str, Any]:
     """(b) One LoRA epoch through our loop, with dynamic padding or padding to ``pad_to``."""
     from backend.data.batching import Encoded
     from backend.training.callbacks import Callback
-    from backend.training.loop import Fitter, build_model
+    from backend.training.loop import Fitter
     from backend.training.runtime import pick_device
+    from backend.training.setup import build_model
 
     cfg, data, info, tok = lora_setup(train)
     model = build_model(cfg, info, data.label_names, tok.pad_token_id)

@@ -28,8 +28,8 @@ from backend.probing.features import load_encoder
 from backend.run import run_training
 from backend.settings import Settings
 from backend.training.config import TrainConfig, validate
-from backend.training.loop import build_model, checkpointing_on
 from backend.training.runtime import use_checkpointing
+from backend.training.setup import build_model, checkpointing_on
 from tests.conftest import sentiment_rows, write_csv
 from tests.integration.test_smollm2 import PARAMS
 from tests.unit.artifacts.test_export_portable import card_snippet, fresh_python, unzip_elsewhere

@@ -18,9 +18,10 @@ from backend.methods.base import BuildContext
 from backend.run import run_training
 from backend.training.callbacks import Callback, StepInfo
 from backend.training.config import TrainConfig, load_data
-from backend.training.loop import Fitter, build_model
+from backend.training.loop import Fitter
 from backend.training.params import count, count_parameters
 from backend.training.runtime import pick_device
+from backend.training.setup import build_model
 
 H, L, C = 384, 6, 2  # all-MiniLM-L6-v2: hidden size, layers; two labels
 HEAD = H * C + C  # BertForSequenceClassification.classifier

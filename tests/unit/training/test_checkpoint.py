@@ -31,7 +31,8 @@ from backend.run import run_training
 from backend.training import checkpoint
 from backend.training.callbacks import Callback
 from backend.training.config import TrainConfig, load_data
-from backend.training.loop import Fitter, build_model
+from backend.training.loop import Fitter
+from backend.training.setup import build_model
 
 ROOT = Path(__file__).resolve().parents[3]
 EPOCHS = 3

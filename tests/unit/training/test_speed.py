@@ -21,9 +21,9 @@ from backend.data.prepare import Split
 from backend.errors import ConfigError
 from backend.run import run_training
 from backend.training.config import TrainConfig, load_data, validate
-from backend.training.loop import build_model
 from backend.training.metrics import predict_probs
 from backend.training.runtime import cpu_has_bf16, resolve_precision
+from backend.training.setup import build_model
 from backend.training.throughput import Throughput
 from tests.conftest import write_csv
 

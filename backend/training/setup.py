@@ -1,0 +1,107 @@
+"""A run's set-up before the loop: the model built for its method, and its "auto" settings
+turned into numbers (the learning-rate search, the epoch plan)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from backend.catalogue import ModelInfo, disable_cpu_bf16_4bit, load_classifier
+from backend.data.batching import Encoded
+from backend.methods import registry
+from backend.methods.base import BuildContext
+from backend.training import checkpoint
+from backend.training.autotune import EpochPlan, describe_search, plan_epochs
+from backend.training.callbacks import Callback
+from backend.training.config import AUTO, TrainConfig
+from backend.training.lr_search_model import search_model_lr
+from backend.training.outcome import RunContext
+from backend.training.params import count, count_parameters
+from backend.training.runtime import (
+    enable_checkpointing,
+    pick_device,
+    resolve_precision,
+    seed_everything,
+    use_checkpointing,
+)
+
+
+def checkpointing_on(model: Any) -> bool:
+    """Whether gradient checkpointing is on (PEFT wrappers pass the attribute through)."""
+    return bool(getattr(model, "is_gradient_checkpointing", False))
+
+
+def build_model(
+    cfg: TrainConfig, info: ModelInfo, label_names: list[str], pad_token_id: int | None = None
+) -> Any:
+    spec = registry.get(cfg.method)
+    spec.check_model(info)
+    base = load_classifier(info, label_names, cfg.quant, pad_token_id)
+    size = base.num_parameters()  # the base alone, before the method wraps it
+    model = spec.build(base, cfg.method_settings(), BuildContext(info=info, label_names=label_names))
+    if cfg.quant == "4bit":  # again: a method may have swapped in 4-bit layers of its own (adapters)
+        disable_cpu_bf16_4bit(model)
+    if use_checkpointing(cfg.gradient_checkpointing, spec.gradient_checkpointing, size):
+        enable_checkpointing(model)
+    if cfg.quant == "none":
+        model.to(pick_device(cfg.device))
+    return model
+
+
+def resolve_auto(
+    cfg: TrainConfig,
+    model: Any,
+    train_enc: Encoded,
+    label_names: list[str],
+    device: torch.device,
+    cb: Callback,
+    resume_from: Path | None,
+) -> tuple[TrainConfig, EpochPlan, dict[str, Any] | None]:
+    """Turn "auto" epochs and learning rate into numbers (a typed value always wins).
+
+    A resumed run takes the numbers its checkpoint recorded, so it never searches twice.
+    """
+    plan = plan_epochs(cfg, len(train_enc))
+    resolved = checkpoint.resolved_settings(resume_from) if resume_from else None
+    if resolved is not None:
+        plan = EpochPlan(int(resolved["epochs"]), plan.steps_per_epoch, plan.auto)
+        return replace(cfg, epochs=plan.epochs, lr=resolved["lr"]), plan, resolved.get("lr_search")
+    search = None
+    if cfg.lr == AUTO:
+        search = search_model_lr(
+            model,
+            train_enc,
+            registry.get(cfg.method).learning_rates(cfg.method_settings()),
+            planned_samples=plan.epochs * len(train_enc),
+            label_names=label_names,
+            device=device,
+            batch_size=cfg.batch_size,
+            weight_decay=cfg.weight_decay,
+            max_grad_norm=cfg.max_grad_norm,
+            seed=cfg.seed,
+            cb=cb,
+            precision=resolve_precision(cfg.precision, device, cfg.quant),
+            group_by_length=cfg.group_by_length,
+            prior=registry.get(cfg.method).default_lr,
+        )
+        cb.on_log(describe_search(search))
+        seed_everything(cfg.seed)  # the run's own randomness does not depend on the search
+    if plan.auto:
+        cb.on_log(f"epochs auto: {plan.describe()}")
+    return replace(cfg, epochs=plan.epochs, lr=search["chosen"] if search else cfg.lr), plan, search
+
+
+def count_run_parameters(ctx: RunContext, model: Any) -> tuple[int, int]:
+    """(trainable in the live model, total of the base + method, counted without weights)."""
+    cfg = ctx.cfg
+    counts = count_parameters(
+        cfg.model,
+        cfg.method,
+        cfg.method_config,
+        tuple(ctx.data.label_names),
+        str(ctx.models_cache) if ctx.models_cache else None,
+    )
+    return count(model).trainable, counts.total
