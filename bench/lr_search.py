@@ -65,6 +65,7 @@ def search_one(dataset: str, method: str, train: Path) -> dict[str, Any]:
         "tie": any(f[1] != "beats" for f in finals),
         "finalists": [finalist(f) for f in finals],
         "log": choice,
+        "schedule": next((line for line in lines if "candidates (" in line), ""),
         "wall_seconds": round(time.perf_counter() - started, 1),
         "commit": COMMIT,
     }

@@ -176,7 +176,7 @@ def per_class_f1(compare: dict[str, Any]) -> tuple[pd.DataFrame, list[str]]:
 
 
 CHOSEN, DROPPED, DIVERGED = "chosen", "dropped", "diverged"
-TIED = "as good, larger (not taken)"  # the rate the chosen one tied with (the search's tie rule)
+TIED = "lower, within the noise (not taken)"  # the best, when the default was kept on a tie
 
 
 def lr_search(search: dict[str, Any] | None) -> pd.DataFrame:

@@ -146,7 +146,7 @@ def describe_search(result: dict[str, Any] | None) -> str:
     how = "chosen by search"
     tie = next((c["tie_with"] for c in result["candidates"] if c["lr"] == result["chosen"]), None)
     if tie:
-        how = f"chosen by search (as good as {tie[0]:g} within the noise, and the smaller risks less)"
+        how = f"the method's default, kept by the search (as good as {tie[0]:g} within the noise)"
     if result.get("inconclusive"):
         how = "taken as the method's default (or nearest candidate): the search moved no held-out loss"
     return (

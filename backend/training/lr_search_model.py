@@ -198,7 +198,7 @@ def measured_costs(search: ModelSearch, batch_size: int, planned_samples: int) -
     ratio = search.step_seconds(search.batch_size) / search.step_seconds(batch_size)
     ratio = 2 ** (round(4 * math.log2(max(ratio, 1e-3))) / 4)
     planned_steps = planned_samples / batch_size
-    return Costs(ratio, EVAL_COST / batch_size, max(1.0, SEARCH_SHARE * planned_steps))
+    return Costs(round(ratio, 4), EVAL_COST / batch_size, max(1.0, SEARCH_SHARE * planned_steps))
 
 
 def search_model_lr(
@@ -231,7 +231,8 @@ def search_model_lr(
         group_by_length,
     )  # fmt: skip
     try:
-        schedule = plan_schedule(len(lrs), len(train), measured_costs(search, batch_size, planned_samples))
+        costs = measured_costs(search, batch_size, planned_samples)
+        schedule = plan_schedule(len(lrs), len(train), costs)
         if schedule.holdout_rows < len(held_idx):  # a tight budget judges on fewer rows
             search.holdout = search.holdout.subset(list(range(schedule.holdout_rows)))
         search.warmup_steps = max(1, round(WARMUP_SHARE * schedule.total_steps))
@@ -239,7 +240,8 @@ def search_model_lr(
             f"learning-rate search: {len(lrs)} candidates ({', '.join(f'{lr:g}' for lr in lrs)}), rounds of "
             f"{schedule.round_steps} steps of {search.batch_size} rows on {len(fit_idx)} training rows, "
             f"judged on {len(search.holdout)} held-out training rows (budget: the time of "
-            f"{schedule.budget:.0f} of the run's {planned_samples / batch_size:.0f} planned steps)"
+            f"{schedule.budget:.0f} of the run's {planned_samples / batch_size:.0f} planned steps; a search "
+            f"step timed at {costs.step:g} of a run step)"
         )
         candidates = successive_halving(lrs, search.trial, schedule, cb, prior)
     finally:

@@ -358,7 +358,7 @@ def test_lr_search_chart_marks_the_choice_in_numeric_order() -> None:
     assert frame["outcome"].tolist() == ["dropped", "dropped", "chosen", "diverged"]
     assert frame["held_out_loss"].tolist()[:3] == [0.69, 0.61, 0.42]
     assert charts.lr_search(None).empty
-    # The search's tie rule: 3e-3 taken although 1e-2 scored lower, within the noise.
+    # The search's tie rule: the default 3e-3 kept although 1e-2 scored lower, within the noise.
     search["chosen"] = 3e-3
     search["candidates"][1]["tie_with"] = [1e-2, 0.012, 0.011]
     assert charts.lr_search(search)["outcome"].tolist() == ["dropped", "chosen", charts.TIED, "diverged"]

@@ -87,15 +87,15 @@ def search_text(job: dict[str, Any]) -> str:
 
 
 def tie_text(search: dict[str, Any]) -> str:
-    """Why a smaller rate won over one with a lower held-out loss (the search's tie rule)."""
+    """Why the default won over a rate with a lower held-out loss (the search's tie rule)."""
     tie = next((c.get("tie_with") for c in search["candidates"] if c["lr"] == search["chosen"]), None)
     if not tie:
         return ""
-    larger, gap, se = tie
+    best, gap, se = tie
     return (
-        f" {larger:g} scored a slightly lower loss, but by {gap:.3f} ± {se:.3f} per row, within the "
-        "noise; the smaller rate was taken because a too-large one can look best over a short search "
-        "and then fail over the full run."
+        f" {best:g} scored a slightly lower loss, but by {gap:.3f} ± {se:.3f} per row, within the "
+        "noise; the method's default was kept, because a short search can favour a rate that then "
+        "fails over the full run."
     )
 
 
