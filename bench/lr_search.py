@@ -30,7 +30,11 @@ from bench.tasks import COMMIT, DATASETS, METHODS, SHARED, train_subset
 ROOT = Path(__file__).resolve().parent.parent
 RUNS = ROOT / "bench" / "lr_search_runs.jsonl"
 REPORT = ROOT / "bench" / "LR_SEARCH.md"
-GAP = re.compile(r"(\S+) (beats|is within the noise of) (\S+) .*?([-+]?[\d.]+) ± ([\d.]+)")
+# the search's last word on its default against the best (backend.training.lr_search_noise)
+BEATS = re.compile(r"search: (\S+) beats the default (\S+) by ([-+]?[\d.]+) ± ([\d.]+)")
+KEPT = re.compile(
+    r"search: the default (\S+) is within the noise of (\S+) \(held-out loss ([-+]?[\d.]+) ± ([\d.]+)"
+)
 
 
 class SearchDone(Exception):
@@ -57,13 +61,13 @@ def search_one(dataset: str, method: str, train: Path) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as out, contextlib.suppress(SearchDone):
         run_training(cfg, Path(out), StopAfterSearch())
     choice = next(line for line in lines if line.startswith("learning rate "))
-    finals = [m.groups() for line in lines if (m := GAP.search(line)) and "learning-rate search:" in line]
+    finals = [finalist(line) for line in lines if BEATS.search(line) or KEPT.search(line)]
     return {
         "dataset": dataset,
         "method": method,
         "chosen": float(choice.split()[2]),
-        "tie": any(f[1] != "beats" for f in finals),
-        "finalists": [finalist(f) for f in finals],
+        "tie": any(f["kept_default"] for f in finals),
+        "finalists": finals,
         "log": choice,
         "schedule": next((line for line in lines if "candidates (" in line), ""),
         "wall_seconds": round(time.perf_counter() - started, 1),
@@ -71,11 +75,21 @@ def search_one(dataset: str, method: str, train: Path) -> dict[str, Any]:
     }
 
 
-def finalist(groups: tuple[str, ...]) -> dict[str, Any]:
-    """One logged comparison of the last round: who beat whom, or who tied, by how much."""
-    who, verdict, other, gap, se = groups
-    side = "larger" if verdict == "beats" else "smaller"
-    return {side: float(who), "other": float(other), "gap": float(gap), "se": float(se)}
+def finalist(line: str) -> dict[str, Any]:
+    """The last round's verdict on the default against the best: the gap and its standard error."""
+    if m := BEATS.search(line):
+        best, default, gap, se = m.groups()
+        kept = False
+    else:
+        default, best, gap, se = KEPT.search(line).groups()  # type: ignore[union-attr]
+        kept = True
+    return {
+        "default": float(default),
+        "best": float(best),
+        "gap": float(gap),
+        "se": float(se),
+        "kept_default": kept,
+    }
 
 
 def render(rows: list[dict[str, Any]], n: int) -> str:
@@ -83,17 +97,19 @@ def render(rows: list[dict[str, Any]], n: int) -> str:
         "# What the learning-rate search chooses",
         "",
         f'`python bench/lr_search.py --rows {n}`: the search of each "auto" run of bench/tasks.py '
-        "(seed 0), stopped once it has chosen. *finalists*: the last round's comparison, as the mean "
-        "per-row held-out loss gap ± its paired standard error; a smaller rate within one standard "
-        "error of the best is taken (*tie*).",
+        "(seed 0), stopped once it has chosen. *finalists*: the last round's comparison of the method's "
+        "default (the candidate nearest it) with the best, as the mean per-row held-out loss gap ± its "
+        "paired standard error; within two standard errors the default is kept (*tie*). Rows from "
+        "6287ee7 compared the best with a smaller finalist instead (a smaller rate won a tie then).",
         "",
         "| dataset | method | budget | chosen | finalists | tie | wall s | code |",
         "|---|---|---:|---:|---|---|---:|---|",
     ]
     for r in rows:
         finals = "; ".join(
-            f"{f.get('larger', f.get('smaller')):g} vs {f['other']:g}: {f['gap']:+.3f} ± {f['se']:.3f}"
+            f"default {f['default']:g} vs best {f['best']:g}: {f['gap']:+.3f} ± {f['se']:.3f}"
             for f in r["finalists"]
+            if "default" in f
         )
         lines.append(
             f"| {r['dataset']} | {r['method']} | {r['share']:.0%} | {r['chosen']:g} | {finals or '–'} | "

@@ -60,7 +60,11 @@ SPEC = MethodSpec(
     label="Prefix tuning",
     config_cls=Config,
     build=build,
-    default_lr=1e-2,
+    # 3e-2, not 1e-2: on emotion 1e-2 reaches 0.757 and 3e-2 0.832 (full fine-tuning: 0.859);
+    # on SST-2 and SMS spam 3e-2 is as good or better (0.749 / 0.965 against 0.733 / 0.958), and
+    # RTE is at chance for every rate (bench/TASKS.md). The default is what the search keeps
+    # unless a candidate beats it beyond the noise.
+    default_lr=3e-2,
     lr_candidates_for=learning_rates,
     description="Trainable key/value prefixes in every attention layer (deep prompts, P-tuning v2 "
     "style), with an optional MLP reparameterization.",

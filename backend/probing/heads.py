@@ -18,16 +18,15 @@ from backend.training.callbacks import Callback, EpochInfo, StepInfo, TrainingCa
 from backend.training.config import TrainConfig
 from backend.training.lr_search import (
     WARMUP_SHARE,
-    Score,
     batches_forever,
     holdout_split,
     plan_schedule,
     result_dict,
     sample_costs,
-    score_probs,
     search_batch_size,
     successive_halving,
 )
+from backend.training.lr_search_noise import Score, score_probs
 from backend.training.metrics import majority_baseline, metrics_from_probs
 
 

@@ -30,15 +30,14 @@ from backend.training.lr_search import (
     SEARCH_SHARE,
     WARMUP_SHARE,
     Costs,
-    Score,
     batches_forever,
     holdout_split,
     plan_schedule,
     result_dict,
-    score_probs,
     search_batch_size,
     successive_halving,
 )
+from backend.training.lr_search_noise import Score, score_probs
 from backend.training.metrics import predict_probs
 from backend.training.runtime import autocast
 

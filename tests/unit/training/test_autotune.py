@@ -30,12 +30,12 @@ from backend.training.lr_search import (
     Candidate,
     Costs,
     Schedule,
-    Score,
     plan_schedule,
     result_dict,
     sample_costs,
     successive_halving,
 )
+from backend.training.lr_search_noise import Score
 from tests.conftest import sentiment_rows, write_csv
 
 # IA3 is the example: at a fixed 1e-6 it does not move in these few steps, while its
