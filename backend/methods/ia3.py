@@ -56,7 +56,12 @@ SPEC = MethodSpec(
     label="IA3",
     config_cls=Config,
     build=build,
-    default_lr=3e-3,
+    # 3e-2, not 3e-3 (chosen on SST-2 alone): the search's choices at 1,000 rows were 3e-2 on
+    # SST-2 (0.791), 1e-1 on SMS spam (macro-F1 0.966-0.981) and 1e-2 on emotion (0.803, where
+    # 3e-3 reached 0.695); on the 6-class question set 3e-3 stayed at the majority
+    # class and 3e-2 reached 0.934 (bench/TASKS.md, bench/tasks_runs.jsonl). RTE is at chance
+    # for every rate. The search keeps the default unless a candidate beats it beyond the noise.
+    default_lr=3e-2,
     lr_candidates=(3e-3, 1e-2, 3e-2, 1e-1),
     description="Learned rescaling vectors on keys, values and FFN activations: the fewest "
     "parameters of the weight-based methods.",
