@@ -91,9 +91,12 @@ def test_compare(finished: dict[str, Any]) -> None:
     fields = {d["field"]: d["values"] for d in result["config_diff"]}
     assert fields["method_config.rank"] == {ids[0]: 2, ids[1]: 4, ids[2]: None}
     assert fields["lr"][ids[1]] == 5e-4
+    # Whether each learned is luck on 6 evaluation rows after 4 steps: the table carries the
+    # job's own verdict, whichever it is (the flag's text is tested in test_autotune).
+    flags = [finished["bench"].get_job(i)["learning_flag"] for i in ids[:2]]
     assert [(row["lr_auto"], row["learning_flag"]) for row in result["table"][:2]] == [
-        (True, None),
-        (False, None),
+        (True, flags[0]),
+        (False, flags[1]),
     ]
     # One evaluation split for all three: one majority-class reference row, from that split.
     (baseline,) = result["baselines"]
