@@ -179,6 +179,13 @@ CHOSEN, DROPPED, DIVERGED = "chosen", "dropped", "diverged"
 TIED = "lower, within the noise (not taken)"  # the best, when the default was kept on a tie
 
 
+def chosen_tie(search: dict[str, Any] | None) -> list[float] | None:
+    """(best rate, loss gap, its standard error) when the search kept the default on a tie."""
+    search = search or {}
+    candidates = search.get("candidates") or []
+    return next((c.get("tie_with") for c in candidates if c["lr"] == search.get("chosen")), None)
+
+
 def lr_search(search: dict[str, Any] | None) -> pd.DataFrame:
     """Held-out loss per learning-rate candidate (the value after its last round).
 
@@ -187,7 +194,7 @@ def lr_search(search: dict[str, Any] | None) -> pd.DataFrame:
     """
     rows = []
     candidates = sorted((search or {}).get("candidates") or [], key=lambda c: c["lr"])
-    tie = next((c.get("tie_with") for c in candidates if c["lr"] == search["chosen"]), None)
+    tie = chosen_tie(search)
     for rank, c in enumerate(candidates):
         outcome = DIVERGED if c["diverged"] else CHOSEN if c["lr"] == search["chosen"] else DROPPED
         if tie and c["lr"] == tie[0]:

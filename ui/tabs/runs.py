@@ -88,7 +88,7 @@ def search_text(job: dict[str, Any]) -> str:
 
 def tie_text(search: dict[str, Any]) -> str:
     """Why the default won over a rate with a lower held-out loss (the search's tie rule)."""
-    tie = next((c.get("tie_with") for c in search["candidates"] if c["lr"] == search["chosen"]), None)
+    tie = charts.chosen_tie(search)
     if not tie:
         return ""
     best, gap, se = tie
