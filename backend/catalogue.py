@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from backend import quantized_copy
 from backend.errors import ConfigError, ModelError
 from backend.hub_cache import looks_like_hub_id
 from backend.offline_models import MINILM, OFFLINE_MODELS, available, find, offline_snapshot, source_path
@@ -238,16 +239,22 @@ def load_classifier(
 
     qcfg = quantization_config(quant, info)
     kwargs: dict[str, Any] = label_kwargs(label_names)
+    copy = None
     if qcfg is not None:
         kwargs.update(quantized_load_kwargs(qcfg))
+        copy = quantized_copy_folder(info, quant, qcfg)
+    source = info.path
+    if quantized_copy.ready(copy):
+        source = str(copy)
+        del kwargs["quantization_config"]  # the copy's config.json carries the same one
     verbosity = hf_logging.get_verbosity()
     hf_logging.set_verbosity_error()  # "newly initialized head" is expected, not a warning
     try:
-        model = AutoModelForSequenceClassification.from_pretrained(
-            info.path, trust_remote_code=False, **kwargs
-        )
+        model = AutoModelForSequenceClassification.from_pretrained(source, trust_remote_code=False, **kwargs)
     finally:
         hf_logging.set_verbosity(verbosity)
+    if copy is not None and source == info.path:  # quantized from fp32: keep it for next time
+        quantized_copy.save_copy(model, copy, head_module_names(info))
     if info.is_decoder and pad_token_id is not None:
         # decoder heads classify the last non-pad token, found via the tokenizer's pad id
         model.config.pad_token_id = pad_token_id
@@ -259,6 +266,12 @@ def load_classifier(
         detach_from_weights_file(model)
     drop_cpu_device_map(model)
     return model
+
+
+def quantized_copy_folder(info: ModelInfo, quant: str, qcfg: Any) -> Path | None:
+    """Where the base's quantized copy is (or would be) saved; None when a copy does not pay."""
+    settings = json.dumps(qcfg.to_dict(), sort_keys=True, default=str)
+    return quantized_copy.copy_folder(info.path, quant, _cache(None), info.portable_name, settings)
 
 
 def drop_cpu_device_map(model: Any) -> None:
