@@ -1,7 +1,7 @@
 """Benchmark: LoRA on SmolLM2-135M in fp32, bf16, 8-bit and 4-bit, beside the default encoder.
 
     .venv/bin/python bench/models.py [--rows 1000] [--eval-rows 500] [--epochs 1]
-        [--only fp32,bf16,8bit,4bit,encoder] [--device cpu] [--data SST2_DIR] [--out bench/MODELS.md]
+        [--only fp32,bf16,8bit,4bit,encoder] [--device cpu] [--data SST2_DIR] [--out bench/MODELS.md] [--redo]
 
 SST-2: ``--rows`` training rows (``sample(n, random_state=0)`` of train.csv) and a fixed
 ``--eval-rows`` subset of the dev split (``sample(n, random_state=0)`` of dev.csv), LoRA r=8
@@ -32,7 +32,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.models_run import BATCH_SIZE, GRID, MAX_LENGTH, SEED  # noqa: E402 - needs ROOT on the path
+from bench.models_run import BATCH_SIZE, GRID, MAX_LENGTH, SEED, SYNTHETIC, SYNTHETIC_ROWS  # noqa: E402 - needs ROOT
 
 SST2 = ROOT.parent / "shared" / "data" / "sst2"
 COMMIT = subprocess.run(
@@ -56,14 +56,23 @@ def subsets(args: argparse.Namespace, folder: Path) -> tuple[Path, Path]:
     return paths[0], paths[1]
 
 
-def train_one(name: str, train: Path, dev: Path, args: argparse.Namespace) -> dict[str, Any]:
-    cmd = [sys.executable, "bench/models_run.py", name, "--train", str(train), "--eval", str(dev)]
-    cmd += ["--epochs", str(args.epochs), "--device", args.device]
-    started = time.perf_counter()
+def in_own_process(name: str, *extra: str) -> dict[str, Any]:
+    cmd = [sys.executable, "bench/models_run.py", name, *extra]
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         raise RuntimeError(f"{name} failed:\n{proc.stderr[-3000:]}")
-    row = json.loads(proc.stdout.strip().splitlines()[-1])
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def train_one(name: str, train: Path, dev: Path, args: argparse.Namespace) -> dict[str, Any]:
+    """Train ``name`` in its own process; a quantized row first loads its base alone, in a
+    process of its own too, so that the first quantization from fp32 (once per model and
+    setting: later loads read the saved copy) is measured apart from the run."""
+    files = ["--train", str(train), "--eval", str(dev)]
+    first = in_own_process(name, *files, "--load-only") if GRID[name][1] != "none" else {}
+    started = time.perf_counter()
+    row = in_own_process(name, *files, "--epochs", str(args.epochs), "--device", args.device)
+    row.update({k: v for k, v in first.items() if k != "name"})
     row.update({k: getattr(args, k) for k in SETTINGS})
     row.update(wall_seconds=round(time.perf_counter() - started, 1), commit=COMMIT, date=str(date.today()))
     return row
@@ -92,20 +101,32 @@ def fmt(value: Any, spec: str = ".0f") -> str:
 def table(rows: dict[str, dict[str, Any]]) -> list[str]:
     lines = [
         "| configuration | base model | quantization | compute | accuracy | macro-F1 | s/epoch | train s "
-        "| peak RSS MB | RSS at start MB | model memory MB | peak GPU MB | trainable |",
-        "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| peak RSS MB | RSS at start MB | model memory MB | peak GPU MB | trainable "
+        "| first quantizing load: peak RSS MB (copy) |",
+        "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     for name in GRID:
         if name not in rows:
             continue
         r = rows[name]
         lines.append(
-            f"| {name} | {r['model']} | {r['quant']} | {r['precision']} | {r['accuracy']:.3f} | "
-            f"{r['macro_f1']:.3f} | {fmt(r['seconds_per_epoch'], '.1f')} | {r['train_seconds']:.0f} | "
+            f"| {name} | {r['model']} | {r['quant']} | {r['precision']} | {scores(r)} | "
+            f"{fmt(r['seconds_per_epoch'], '.1f')} | {r['train_seconds']:.0f} | "
             f"{r['peak_rss_mb']:.0f} | {r['start_rss_mb']:.0f} | {r['model_mb']:.0f} | "
-            f"{fmt(r['peak_gpu_mb'])} | {r['trainable_params']:,} |"
+            f"{fmt(r['peak_gpu_mb'])} | {r['trainable_params']:,} | {first_load(r)} |"
         )
     return lines
+
+
+def scores(row: dict[str, Any]) -> str:
+    if row["model"] == SYNTHETIC:
+        return "– | –"  # random weights: a score would mean nothing
+    return f"{row['accuracy']:.3f} | {row['macro_f1']:.3f}"
+
+
+def first_load(row: dict[str, Any]) -> str:
+    peak = row.get("first_load_peak_rss_mb")
+    return "–" if peak is None else f"{peak:.0f} ({row.get('copy')})"
 
 
 def verdict(rows: dict[str, dict[str, Any]], device: str) -> list[str]:
@@ -127,6 +148,41 @@ def verdict(rows: dict[str, dict[str, Any]], device: str) -> list[str]:
         f"- model memory, 4bit / fp32: {q4['model_mb']:.0f} / {fp32['model_mb']:.0f} MB = "
         f"{q4['model_mb'] / fp32['model_mb']:.2f} (the weights alone)",
         f"- overall: **{'met' if memory_ok and accuracy_ok else 'missed'}**",
+        *floor(fp32, q4, key),
+        *larger(rows, key),
+    ]
+
+
+def larger(rows: dict[str, dict[str, Any]], key: str) -> list[str]:
+    if "360m-fp32" not in rows or "360m-4bit" not in rows:
+        return []
+    fp32, q4 = rows["360m-fp32"], rows["360m-4bit"]
+
+    def beyond(r: dict[str, Any]) -> float:  # what training held beyond the process and weights
+        return r[key] - r["start_rss_mb"] - r["model_mb"]
+
+    return [
+        f"- where the weights weigh more, the random-weight 360M LLaMA: 4bit / fp32 "
+        f"{q4[key]:.0f} / {fp32[key]:.0f} MB = **{q4[key] / fp32[key]:.2f}** (weights "
+        f"{q4['model_mb']:.0f} / {fp32['model_mb']:.0f} MB; memory and speed only). Its 4-bit "
+        f"training held {beyond(q4):.0f} MB beyond the process and the weights against fp32's "
+        f"{beyond(fp32):.0f} MB, so on this CPU the saving grows more slowly than the weights.",
+    ]
+
+
+def floor(fp32: dict[str, Any], q4: dict[str, Any], key: str) -> list[str]:
+    """The best ratio this model size allows: what both rows share (the process before any
+    weights, the activations and the optimizer's scratch) does not shrink with the weights."""
+    if key != "peak_rss_mb":
+        return []
+    best = (q4["start_rss_mb"] + q4["model_mb"]) / (fp32["start_rss_mb"] + fp32["model_mb"])
+    shared = fp32["peak_rss_mb"] - fp32["start_rss_mb"] - fp32["model_mb"]
+    return [
+        f"- the floor at this model size: even with no memory for training at all, (RSS at start + "
+        f"model memory) gives {q4['start_rss_mb'] + q4['model_mb']:.0f} / "
+        f"{fp32['start_rss_mb'] + fp32['model_mb']:.0f} MB = **{best:.2f}**; the fp32 run's training "
+        f"itself (activations, gradients, the allocator's scratch) took a further {shared:.0f} MB, "
+        "which 4-bit weights do not shrink.",
     ]
 
 
@@ -152,7 +208,13 @@ def render(rows: dict[str, dict[str, Any]], args: argparse.Namespace) -> str:
             "fp32 weights. *RSS at start*: the process after importing torch and transformers, before "
             "any weights. *Model memory*: the base classifier as loaded with the row's quantization "
             "config (`get_memory_footprint()`). SmolLM2 is the workbench's offline copy (dequantized "
-            "from the Q4_1 GGUF); *encoder* is the default all-MiniLM-L6-v2 (fp32 LoRA).",
+            "from the Q4_1 GGUF); *encoder* is the default all-MiniLM-L6-v2 (fp32 LoRA); *360m* is "
+            "SmolLM2-360M's published shape with random weights (no 360M model ships offline), "
+            f"trained on {SYNTHETIC_ROWS} of the rows (`max_train_samples`) for its memory and "
+            "speed only. *First quantizing load*: a process of its own that only loads the row's "
+            "quantized base, just before the row's run; *made*: it quantized the fp32 weights and "
+            "saved the quantized copy (backend/quantized_copy.py) that the run then read; *read*: "
+            "the copy was already there.",
             "",
             *table(rows),
             "",
@@ -173,6 +235,7 @@ def main() -> int:
     p.add_argument("--device", default="cpu", help="cpu or cuda[:N]")
     p.add_argument("--data", type=Path, default=SST2, help="the SST-2 folder (train.csv, dev.csv)")
     p.add_argument("--out", type=Path, default=ROOT / "bench" / "MODELS.md")
+    p.add_argument("--redo", action="store_true", help="run the --only rows again even if stored")
     args = p.parse_args()
     args.command = "python bench/models.py " + " ".join(sys.argv[1:])
     unknown = set(args.only.split(",")) - set(GRID)
@@ -187,7 +250,7 @@ def main() -> int:
     runs = args.out.with_name(args.out.stem.lower() + "_runs.jsonl")
     train, dev = subsets(args, Path(tempfile.mkdtemp(prefix="bench-models-")))
     for name in args.only.split(","):
-        if name in stored(runs, args):
+        if name in stored(runs, args) and not args.redo:
             continue
         print(f"{name} ...", flush=True)
         try:
@@ -198,6 +261,8 @@ def main() -> int:
         print(json.dumps(row), flush=True)
         with runs.open("a") as fh:
             fh.write(json.dumps(row) + "\n")
+        args.out.write_text(render(stored(runs, args), args))
+    if stored(runs, args):
         args.out.write_text(render(stored(runs, args), args))
     print(args.out.read_text() if args.out.exists() else "no rows")
     return 0

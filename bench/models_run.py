@@ -1,6 +1,7 @@
 """One configuration of bench/models.py, trained in its own process so its peak memory is its own.
 
     .venv/bin/python bench/models_run.py NAME --train T.csv --eval E.csv [--epochs 1] [--device cpu]
+    .venv/bin/python bench/models_run.py NAME --train T.csv --eval E.csv --load-only
 
 Prints one JSON line: the run's figures and the base model's memory as loaded with the
 configuration's quantization (``get_memory_footprint()``).
@@ -34,6 +35,42 @@ GRID: dict[str, tuple[str, str, str]] = {
 }
 BATCH_SIZE, MAX_LENGTH, SEED = 16, 64, 0
 
+# Where 4-bit should pay: a model whose weights outweigh the process and the activations.
+# None ships offline, so this is SmolLM2-360M's published shape with random weights (seed 0)
+# and SmolLM2-135M's tokenizer: its memory and speed are real, its accuracy means nothing
+# (random weights), and it trains on SYNTHETIC_ROWS of the rows only (max_train_samples).
+SYNTHETIC = "llama-360m-random"
+SYNTHETIC_SHAPE = {
+    "hidden_size": 960, "intermediate_size": 2560, "num_hidden_layers": 32, "num_attention_heads": 15,
+    "num_key_value_heads": 5, "vocab_size": 49152, "max_position_embeddings": 8192,
+    "tie_word_embeddings": True, "rms_norm_eps": 1e-5, "rope_theta": 100000.0,
+}  # fmt: skip
+SYNTHETIC_ROWS = 160
+GRID.update({"360m-fp32": (SYNTHETIC, "none", "fp32"), "360m-4bit": (SYNTHETIC, "4bit", "fp32")})
+
+
+def synthetic_model(models_cache: Path) -> str:
+    """The random-weight 360M LLaMA's folder, made once per machine (outside models_cache/, so
+    the model picker never lists it)."""
+    folder = Path(tempfile.gettempdir()) / f"workbench-bench-{SYNTHETIC}"
+    if (folder / "config.json").is_file():
+        return str(folder)
+    import torch
+    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+
+    from backend.catalogue import model_info
+
+    torch.manual_seed(0)
+    scratch = Path(tempfile.mkdtemp(prefix=f"{folder.name}-", dir=folder.parent))
+    LlamaForCausalLM(LlamaConfig(**SYNTHETIC_SHAPE)).save_pretrained(scratch)
+    AutoTokenizer.from_pretrained(model_info(SMOLLM2.hub_id, models_cache).path).save_pretrained(scratch)
+    scratch.rename(folder)
+    return str(folder)
+
+
+def resolve(model: str, models_cache: Path) -> str:
+    return synthetic_model(models_cache) if model == SYNTHETIC else model
+
 
 def base_memory_mb(model: str, quant: str, models_cache: Path) -> float:
     """The base classifier's weights as loaded with ``quant``, in MiB (the head included)."""
@@ -42,6 +79,33 @@ def base_memory_mb(model: str, quant: str, models_cache: Path) -> float:
     info = model_info(model, models_cache)
     base = load_classifier(info, ["0", "1"], quant, load_tokenizer(info).pad_token_id)
     return round(base.get_memory_footprint() / 2**20, 1)
+
+
+def first_load(name: str) -> dict[str, Any]:
+    """Load configuration ``name``'s quantized base once, from fp32 where its quantized copy
+    (backend/quantized_copy.py) is not saved yet; the peak RSS of that load, and what it did."""
+    settings = Settings.from_env()
+    apply_environment(settings)
+    from backend.catalogue import (
+        load_classifier,
+        load_tokenizer,
+        model_info,
+        quantization_config,
+        quantized_copy_folder,
+    )
+    from backend.quantized_copy import ready
+    from backend.training.runtime import peak_rss_mb
+
+    model, quant, _ = GRID[name]
+    info = model_info(resolve(model, settings.models_cache), settings.models_cache)
+    copy = quantized_copy_folder(info, quant, quantization_config(quant, info))
+    saved_before = ready(copy)
+    load_classifier(info, ["0", "1"], quant, load_tokenizer(info).pad_token_id)
+    return {
+        "name": name,
+        "first_load_peak_rss_mb": round(peak_rss_mb(), 1),
+        "copy": "read" if saved_before else "made" if ready(copy) else "none",
+    }
 
 
 def gpu_name(device: str) -> str | None:
@@ -60,10 +124,12 @@ def run(name: str, train: str, dev: str, epochs: int, device: str) -> dict[str, 
 
     start_rss = peak_rss_mb()  # python + torch + transformers, before any weights
     model, quant, precision = GRID[name]
+    model = resolve(model, settings.models_cache)
     cfg = TrainConfig(
         data=train, eval_data=dev, model=model, method="lora", quant=quant, precision=precision,
         epochs=epochs, lr=None, batch_size=BATCH_SIZE, max_length=MAX_LENGTH,
         early_stopping_patience=0, seed=SEED, device=device,
+        max_train_samples=SYNTHETIC_ROWS if GRID[name][0] == SYNTHETIC else None,
     )  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="bench-models-") as out:
         s = run_training(cfg, Path(out) / "run", models_cache=settings.models_cache)
@@ -73,7 +139,7 @@ def run(name: str, train: str, dev: str, epochs: int, device: str) -> dict[str, 
     keep = ("accuracy", "macro_f1", "seconds_per_epoch", "train_seconds", "peak_rss_mb", "peak_gpu_mb")
     return {
         "name": name,
-        "model": model,
+        "model": GRID[name][0],
         "quant": quant,
         "precision": s.get("precision", precision),
         "device": s["device"],
@@ -95,7 +161,11 @@ def main() -> int:
     p.add_argument("--eval", required=True)
     p.add_argument("--epochs", type=int, default=1)
     p.add_argument("--device", default="cpu")
+    p.add_argument("--load-only", action="store_true", help="only load the quantized base (see first_load)")
     args = p.parse_args()
+    if args.load_only:
+        print(json.dumps(first_load(args.name)), flush=True)
+        return 0
     print(json.dumps(run(args.name, args.train, args.eval, args.epochs, args.device)), flush=True)
     return 0
 
