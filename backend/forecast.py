@@ -29,6 +29,8 @@ from typing import Any
 
 import torch
 
+from backend.data.batching import length_grouped_order
+
 BYTES = {"none": 4.0, "8bit": 1.0, "4bit": 0.5}  # per frozen base weight
 EVAL_SPEEDUP = 3.0  # a forward pass without gradients vs a training step, per token
 PROCESS_BASE_MB = 650.0  # python + torch + transformers + tokenizer, measured on this code base
@@ -49,9 +51,7 @@ def padded_tokens(
     order = list(range(len(cut)))
     gen = torch.Generator().manual_seed(seed)
     if grouped:
-        from transformers.trainer_pt_utils import LengthGroupedSampler
-
-        order = list(LengthGroupedSampler(batch_size, lengths=cut, generator=gen))
+        order = length_grouped_order(cut, batch_size, gen)
     else:
         order = torch.randperm(len(cut), generator=gen).tolist()
     total = 0

@@ -6,6 +6,7 @@ the faster paths give the same answers and the stored weights stay standard fp32
 
 from __future__ import annotations
 
+import itertools
 import random
 from pathlib import Path
 
@@ -61,6 +62,23 @@ def test_grouped_order_is_a_seeded_shuffle_with_far_less_padding(tokenizer: obje
     # Mega-batches are sorted inside, but the epoch as a whole is not one long sorted run.
     firsts = [enc.lengths[grouped[s]] for s in range(0, 640, 32)]
     assert firsts != sorted(firsts) and firsts != sorted(firsts, reverse=True)
+
+
+def test_grouped_batches_come_in_random_order_longest_first(tokenizer: object) -> None:
+    # 650 rows: 20 full batches and a short one. transformers' sampler alone leaves each of its
+    # 5 mega-batches sorted longest first, so batch maxima rise only where a mega-batch starts.
+    enc = Encoded(tokenizer, varied_split(650), max_length=128)
+    lengths = enc.lengths
+    rises = []
+    for seed in range(5):
+        order = enc.train_order(32, seed=seed)
+        batches = [order[s : s + 32] for s in range(0, 650, 32)]
+        tops = [max(lengths[i] for i in batch) for batch in batches]
+        assert sorted(order) == list(range(650)) and len(batches[-1]) == 650 % 32
+        assert tops[0] == max(lengths)  # an out-of-memory still shows on the first step
+        rises.append(sum(b > a for a, b in itertools.pairwise(tops)))
+    # Shuffled batches rise about half the time (~10 of 20); sorted mega-batches at most 4 times.
+    assert sum(rises) / len(rises) > 6, rises
 
 
 def test_length_sorted_prediction_keeps_the_row_order(tokenizer: object, tiny_csv: Path) -> None:
