@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -47,7 +48,9 @@ def baseline_subset(rows: int, folder: Path) -> Path:
     return path
 
 
-def train_cli(method: str, out: Path, train: Path, epochs: int, extra: list[str]) -> dict[str, Any]:
+def train_cli(
+    method: str, out: Path, train: Path, epochs: int, extra: list[str], env: dict[str, str] | None = None
+) -> dict[str, Any]:
     cmd = [
         sys.executable,
         "app.py",
@@ -69,7 +72,8 @@ def train_cli(method: str, out: Path, train: Path, epochs: int, extra: list[str]
     ]
     if method != "probe":
         cmd += ["--epochs", str(epochs)]
-    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=False)
+    run_env = {**os.environ, **(env or {})}
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=False, env=run_env)
     if proc.returncode != 0:
         raise SystemExit(f"{method} failed:\n{proc.stderr[-3000:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])

@@ -6,11 +6,13 @@ Protocol of ../shared/BASELINE.md (SST-2, the same 2,000 training rows, all 872 
 batch 32, max length 128, each method's fixed learning rate, every epoch trained), one
 process per run, everything in one invocation on one machine:
 
-* **old**: random batches, fp32 (the loop before length grouping and mixed precision);
-* **new**: the defaults: length-grouped batches, precision "auto";
-* **grouping alone** and **bf16 alone**, to separate the two (on a CPU without native bf16,
-  "auto" is fp32, so *new* is grouping alone; bf16 alone is then timed on a short run only,
-  since it is emulated there and slower than fp32);
+* **old**: random batches, fp32, torch's dropout (the loop before length grouping, mixed
+  precision and the CPU dropout from random bits);
+* **new**: the defaults: length-grouped batches, precision "auto", and on the CPU the dropout
+  of backend/training/fast_dropout.py;
+* **grouping alone** and **bf16 alone** (both with torch's dropout), to separate them (on a
+  CPU without native bf16, "auto" is fp32, so *new* has no bf16; bf16 alone is then timed on
+  a short run only, since it is emulated there and slower than fp32);
 * **top 2 of 6 layers** (LoRA, Houlsby adapter) over cached lower layers: epoch 1 (which
   builds the cache) and later epochs apart, with accuracy;
 * **prediction** rows/s of an exported run, length-sorted against plain batches.
@@ -45,6 +47,9 @@ SETTINGS: dict[str, list[str]] = {
     "bf16_alone": ["--no-group-by-length", "--precision", "bf16"],
     "top2": ["--set", "top_layers=2"],
 }
+# torch's own dropout for the old loop and for each half of *new* measured alone: the CPU
+# dropout from random bits (backend/training/fast_dropout.py) is the third part of *new*.
+TORCH_DROPOUT = {"old", "grouped_fp32", "bf16_alone"}
 
 
 def done_runs() -> dict[tuple[str, str, int, int], dict[str, Any]]:
@@ -60,7 +65,8 @@ def run_one(
     out = tmp / f"{method}-{setting}-{seed}-{rows}"
     extra = [*SETTINGS[setting], "--seed", str(seed), "--max-train-samples", str(rows)]
     started = time.perf_counter()
-    summary = train_cli(method, out, train, epochs, extra)
+    env = {"WORKBENCH_TORCH_DROPOUT": "1"} if setting in TORCH_DROPOUT else {}
+    summary = train_cli(method, out, train, epochs, extra, env)
     keep = (
         "accuracy", "macro_f1", "seconds_per_epoch", "epoch_seconds", "train_seconds", "tokens_per_second",
         "padding_share", "mfu", "peak_tflops", "precision", "trainable_params", "peak_rss_mb",
@@ -104,7 +110,7 @@ def plan(args: argparse.Namespace, native_bf16: bool) -> list[tuple[str, str, in
     todo = []
     for method in methods:
         for setting in ("old", "new"):
-            for seed in seeds if method in ("lora", "full") else seeds[:1]:
+            for seed in seeds if method in args.all_seeds.split(",") else seeds[:1]:
                 todo.append((method, setting, seed, args.rows))
         if method in ("lora", "adapter"):
             todo.append((method, "top2", seeds[0], args.rows))
@@ -126,6 +132,7 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--seeds", default="0,1,2")
     parser.add_argument("--only", default="")
+    parser.add_argument("--all-seeds", default="lora,full", help="methods on every seed; others: the first")
     parser.add_argument("--render", action="store_true", help="only write SPEED.md from the runs so far")
     args = parser.parse_args()
     from backend.training.runtime import cpu_has_bf16

@@ -7,6 +7,7 @@ folder is written by ``backend.run`` from the :class:`RunOutcome` returned here.
 from __future__ import annotations
 
 import math
+import os
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -30,15 +31,10 @@ from backend.training.autotune import (
 )
 from backend.training.callbacks import Callback, EpochInfo, StepInfo, TrainingCancelled
 from backend.training.config import TrainConfig
+from backend.training.fast_dropout import use_fast_dropout
 from backend.training.metrics import evaluate, majority_baseline, metrics_from_probs, predict_probs
 from backend.training.outcome import RunContext, RunOutcome, run_summary
-from backend.training.runtime import (
-    autocast,
-    cpu_has_bf16,
-    peak_gpu_mb,
-    pick_device,
-    resolve_precision,
-)
+from backend.training.runtime import autocast, cpu_has_bf16, peak_gpu_mb, pick_device, resolve_precision
 from backend.training.setup import build_model, checkpointing_on, count_run_parameters, resolve_auto
 from backend.training.throughput import Throughput, computed_params, throughput_summary
 from backend.training.top_layers import LowerLayerCache, cut_index
@@ -68,7 +64,7 @@ class Fitter:
         self.precision = resolve_precision(cfg.precision, device, cfg.quant)
         # fp16 (CUDA without bf16) needs loss scaling; bf16 has fp32's range and does not.
         self.scaler = torch.amp.GradScaler("cuda") if self.precision == "fp16" else None
-        params = [p for p in model.parameters() if p.requires_grad]
+        self.params = params = [p for p in model.parameters() if p.requires_grad]
         self.optimizer = torch.optim.AdamW(params, lr=cfg.effective_lr, weight_decay=cfg.weight_decay)
         self.steps_per_epoch = math.ceil(train.num_batches(cfg.batch_size) / cfg.grad_accum)
         self.total_steps = self.steps_per_epoch * cfg.effective_epochs
@@ -206,10 +202,9 @@ class Fitter:
         return float(np.mean(losses)) if losses else float("nan")
 
     def _optimizer_step(self) -> None:
-        params = [p for p in self.model.parameters() if p.requires_grad]
         if self.scaler is not None:
             self.scaler.unscale_(self.optimizer)  # clip the true gradients, not the scaled ones
-        torch.nn.utils.clip_grad_norm_(params, self.cfg.max_grad_norm)
+        torch.nn.utils.clip_grad_norm_(self.params, self.cfg.max_grad_norm)
         if self.scaler is not None:
             self.scaler.step(self.optimizer)
             self.scaler.update()
@@ -225,6 +220,8 @@ def run_loop(ctx: RunContext) -> RunOutcome:
     cfg, data, cb = ctx.cfg, ctx.data, ctx.cb
     model = build_model(cfg, ctx.info, data.label_names, ctx.tokenizer.pad_token_id)
     device = pick_device(cfg.device) if cfg.quant == "none" else next(model.parameters()).device
+    if device.type == "cpu" and not os.environ.get("WORKBENCH_TORCH_DROPOUT"):  # set: benchmarks only
+        use_fast_dropout(model)  # torch's CPU dropout cost more than a layer's matmuls in bf16
     train_enc = Encoded(ctx.tokenizer, data.train, cfg.max_length)
     eval_enc = Encoded(ctx.tokenizer, data.eval, cfg.max_length)
     requested = {"lr": cfg.lr, "epochs": cfg.epochs}
