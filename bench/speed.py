@@ -66,10 +66,13 @@ def run_one(
     extra = [*SETTINGS[setting], "--seed", str(seed), "--max-train-samples", str(rows)]
     started = time.perf_counter()
     env = {"WORKBENCH_TORCH_DROPOUT": "1"} if setting in TORCH_DROPOUT else {}
+    # A data folder per run: the probe must compute its features, not read an earlier run's.
+    env["WORKBENCH_DATA_DIR"] = str(tmp / f"data-{out.name}")
     summary = train_cli(method, out, train, epochs, extra, env)
     keep = (
         "accuracy", "macro_f1", "seconds_per_epoch", "epoch_seconds", "train_seconds", "tokens_per_second",
         "padding_share", "mfu", "peak_tflops", "precision", "trainable_params", "peak_rss_mb",
+        "feature_seconds",
     )  # fmt: skip
     record = {"method": method, "setting": setting, "seed": seed, "rows": rows, "epochs": epochs}
     record.update({k: summary.get(k) for k in keep})

@@ -21,14 +21,18 @@ from backend.data.batching import Encoded
 from backend.data.prepare import Split
 from backend.methods.probe_head import pool
 from backend.training.callbacks import Callback, TrainingCancelled
-from backend.training.runtime import pick_device
+from backend.training.runtime import autocast, pick_device
 
 
-def cache_key(info: ModelInfo, quant: str, split: Split, max_length: int, pooling: str) -> str:
+def cache_key(
+    info: ModelInfo, quant: str, split: Split, max_length: int, pooling: str, precision: str = "fp32"
+) -> str:
     h = hashlib.sha256()
     cfg_file = Path(info.path) / "config.json"
     stamp = cfg_file.stat().st_mtime_ns if cfg_file.is_file() else 0
-    h.update(json.dumps([info.path, stamp, quant, max_length, pooling]).encode())
+    # fp32 keys stay what they were before precision existed, so older caches still hit.
+    extra = [] if precision == "fp32" else [precision]
+    h.update(json.dumps([info.path, stamp, quant, max_length, pooling, *extra]).encode())
     for i, text in enumerate(split.texts):
         h.update(text.encode())
         h.update(b"\x00" + (split.pairs[i].encode() if split.pairs is not None else b"") + b"\x01")
@@ -58,12 +62,17 @@ def compute_features(
     last_token: bool,
     batch_size: int = 64,
     cb: Callback | None = None,
+    group_by_length: bool = True,
+    precision: str = "fp32",
 ) -> torch.Tensor:
-    """Pooled features of every layer: [layers + 1, rows, hidden] (index 0 = embeddings)."""
+    """Pooled features of every layer: [layers + 1, rows, hidden] (index 0 = embeddings).
+
+    ``precision`` "bf16" runs the encoder under autocast (the pooled features are kept fp32).
+    """
     device = next(encoder.parameters()).device
     # Length-sorted batches pad far less (one pass, no gradients: order does not matter),
     # then the rows are put back in their original order.
-    order = enc.by_length()
+    order = enc.by_length() if group_by_length else list(range(len(enc)))
     chunks = []
     for start in range(0, len(order), batch_size):
         if cb is not None and cb.should_cancel():
@@ -71,7 +80,8 @@ def compute_features(
         batch = enc.batch(order[start : start + batch_size])
         batch.pop("labels")
         batch = {k: v.to(device) for k, v in batch.items()}
-        out = encoder(**batch, output_hidden_states=True)
+        with autocast(device, precision):
+            out = encoder(**batch, output_hidden_states=True)
         layers = [
             pool(h, batch["attention_mask"], pooling, last_token).float().cpu() for h in out.hidden_states
         ]

@@ -31,6 +31,7 @@ from backend.training.callbacks import LayerInfo, TrainingCancelled
 from backend.training.config import AUTO
 from backend.training.outcome import RunContext, RunOutcome, run_summary
 from backend.training.params import count_parameters
+from backend.training.runtime import pick_device, resolve_precision
 
 
 @dataclass
@@ -59,20 +60,29 @@ def layer_features(ctx: RunContext, pcfg: Config) -> Features:
     """Pooled features of every layer for the train and eval rows, from the cache if there."""
     cfg, started, encoder, keys = ctx.cfg, time.perf_counter(), None, []
 
-    def features(split: Split) -> tuple[torch.Tensor, bool]:
-        key = cache_key(ctx.info, cfg.quant, split, cfg.max_length, pcfg.pooling)
+    # Training rows in the run's precision (bf16 autocast where native: about twice as fast);
+    # evaluation rows in fp32, as the exported probe computes them, so the reported figures and
+    # the reload check's rows are what a reload reproduces.
+    train_precision = resolve_precision(cfg.precision, pick_device(cfg.device), cfg.quant)
+
+    def features(split: Split, precision: str) -> tuple[torch.Tensor, bool]:
+        key = cache_key(ctx.info, cfg.quant, split, cfg.max_length, pcfg.pooling, precision)
         keys.append(key)
 
         def compute() -> torch.Tensor:
             nonlocal encoder
             encoder = encoder or load_encoder(ctx.info, cfg.quant, cfg.device)
-            ctx.cb.on_log(f"computing features of every layer for {len(split)} rows")
+            ctx.cb.on_log(f"computing features of every layer for {len(split)} rows ({precision})")
             enc = Encoded(ctx.tokenizer, split, cfg.max_length)
-            return compute_features(encoder, enc, pcfg.pooling, ctx.info.is_decoder, cb=ctx.cb)
+            return compute_features(
+                encoder, enc, pcfg.pooling, ctx.info.is_decoder, cb=ctx.cb,
+                group_by_length=cfg.group_by_length, precision=precision,
+            )  # fmt: skip
 
         return cached_features(ctx.feature_cache_dir, key, compute)
 
-    (ftrain, hit_t), (feval, hit_e) = features(ctx.data.train), features(ctx.data.eval)
+    ftrain, hit_t = features(ctx.data.train, train_precision)
+    feval, hit_e = features(ctx.data.eval, "fp32")
     seconds = time.perf_counter() - started
     ctx.cb.on_log(f"features {'from cache' if hit_t and hit_e else 'computed'} in {seconds:.1f}s")
     # The encoder ran on the GPU when there is one; heads are tiny and train on the CPU.

@@ -21,6 +21,7 @@ from backend.data.batching import Encoded
 from backend.data.prepare import Split
 from backend.errors import ConfigError
 from backend.run import run_training
+from backend.training.callbacks import Callback
 from backend.training.config import TrainConfig, load_data, validate
 from backend.training.metrics import predict_probs
 from backend.training.runtime import cpu_has_bf16, resolve_precision
@@ -144,5 +145,51 @@ def test_bf16_run_trains_fp32_weights_and_exports_reload_exactly(tmp_path: Path)
     assert summary["tokens_per_second"] > 0
     assert 0 <= summary["padding_share"] < 1
     assert 0 < summary["mfu"] < 1
+    check = run_fresh_process(tmp_path / "run")
+    assert check["ok"], check
+
+
+def test_probe_features_length_sorted_and_in_bf16(tokenizer: object) -> None:
+    from backend.probing.features import compute_features, load_encoder
+
+    encoder = load_encoder(model_info("all-MiniLM-L6-v2"), "none", "cpu")
+    enc = Encoded(tokenizer, varied_split(24, seed=2), max_length=64)
+    plain = compute_features(encoder, enc, "mean", False, batch_size=8, group_by_length=False)
+    grouped = compute_features(encoder, enc, "mean", False, batch_size=8)
+    assert (plain - grouped).abs().max() < 1e-4  # sorted batches, rows put back in place
+    bf16 = compute_features(encoder, enc, "mean", False, batch_size=8, precision="bf16")
+    assert bf16.dtype == torch.float32 and bf16.shape == grouped.shape
+    assert (bf16 - grouped).abs().max() > 1e-4  # autocast really ran
+    cosine = torch.nn.functional.cosine_similarity(bf16[-1], grouped[-1], dim=-1)
+    assert cosine.min() > 0.99
+
+
+class Logs(Callback):
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def on_log(self, message: str) -> None:
+        self.lines.append(message)
+
+
+def test_bf16_probe_computes_training_features_in_bf16_and_dev_features_in_fp32(tmp_path: Path) -> None:
+    """The dev rows' features are what the exported probe computes (fp32): the reported metrics
+    and the reload check's rows are reproduced by a fresh process."""
+    rows = [
+        (f"{'great' if i % 2 else 'awful'} {WORDS[i % len(WORDS)]} film", "pos" if i % 2 else "neg")
+        for i in range(40)
+    ]
+    data = write_csv(tmp_path / "probe.csv", rows)
+    cfg = TrainConfig(
+        data=str(data), method="probe", epochs=5, lr=1e-2, max_length=16, precision="bf16", device="cpu"
+    )
+    logs = Logs()
+    summary = run_training(cfg, tmp_path / "run", callback=logs, feature_cache_dir=tmp_path / "features")
+    computed = [line for line in logs.lines if line.startswith("computing features")]
+    assert computed == [
+        f"computing features of every layer for {summary['train_rows']} rows (bf16)",
+        f"computing features of every layer for {summary['eval_rows']} rows (fp32)",
+    ]
+    assert len(set(summary["feature_cache_keys"])) == 2
     check = run_fresh_process(tmp_path / "run")
     assert check["ok"], check
