@@ -47,9 +47,10 @@ def render(results: list[dict[str, Any]], args: argparse.Namespace, native: bool
         "the CPU dropout from random bits, precision auto"
         + ("" if native else ", which is fp32 on this CPU: it has no native bf16")
         + "). s/epoch is training time per epoch (evaluation excluded); accuracy on the dev set; "
-        "where several seeds ran, mean ± standard deviation. The same settings with transformers' "
-        "mega-batches (15 batches for 2,000 rows) are in bench/speed_runs_mega15.jsonl, and the "
-        "one-off runs behind the choice of 4 in bench/speed_mega_batch_runs.md.",
+        "where several seeds ran, mean ± standard deviation. Runs with mega-batches of 4 batches "
+        "instead of transformers' 15 (more accurate for prefix tuning and IA3, but not adopted: "
+        "see backend/data/batching.py) are in bench/speed_runs_mega4.jsonl; one-off runs in "
+        "bench/speed_mega_batch_runs.md.",
         "",
         "| method | old s/epoch | new s/epoch | speed-up | old accuracy | new accuracy "
         "| tokens/s new | padding old → new | MFU new | seeds |",
