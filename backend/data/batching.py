@@ -23,12 +23,12 @@ def length_grouped_order(lengths: list[int], batch_size: int, gen: torch.Generat
 
     transformers' recipe (``get_length_grouped_indices``, the ``LengthGroupedSampler``'s order)
     permutes the rows, sorts mega-batches by length and puts the longest batch first (an
-    out-of-memory shows at once, not late). Two changes, both measured on SST-2 (2,000 rows,
+    out-of-memory shows at once, not late). What was measured on SST-2 (2,000 rows,
     3 seeds, bench/SPEED.md):
 
     * Mega-batches stay transformers' size (up to 50 batches; 15 for 2,000 rows). Mega-batches
       of 4 mixed lengths more and kept prefix tuning and IA3 within 0.5 points of random
-      batches on SST-2 (at 15: -1.6 and -1.4, 3 seeds), but with them the automatic learning
+      batches on SST-2 (at 15: -1.5 and -1.4, 3 seeds), but with them the automatic learning
       rate search picked 1e-2 for LoRA on tests/integration/test_sst2.py (0.764 < 0.80; at 15:
       3e-3, 0.833). Left at 15 until the search is robust to it (bench/speed_mega_batch_runs.md).
     * The batches are shuffled: the recipe leaves each mega-batch sorted longest first, so an
