@@ -118,7 +118,10 @@ def run_one(dataset: str, method: str, config: str, seed: int, train: Path, out:
     )
     started = time.perf_counter()
     s = run_training(cfg, out, LogFile())
-    keep = ("accuracy", "macro_f1", "lr", "epochs", "epochs_run", "train_seconds", "lr_search_seconds")
+    keep = ("accuracy", "macro_f1", "lr", "epochs", "epochs_run", "best_epoch", "train_seconds")
+    keep += ("lr_search_seconds",)
+    # the eval metric per epoch: whether a run that used every planned epoch was still improving
+    history = json.loads((out / "metrics.json").read_text()).get("history", [])
     return {
         "dataset": dataset,
         "method": method,
@@ -131,6 +134,7 @@ def run_one(dataset: str, method: str, config: str, seed: int, train: Path, out:
             {k: c[k] for k in ("lr", "eval_loss", "rounds", "diverged", "tie_with") if k in c}
             for c in (s.get("lr_search") or {}).get("candidates", [])
         ],
+        "history": [round(h["accuracy"], 4) for h in history],
         "majority": s["majority_baseline"]["accuracy"],
         "majority_macro_f1": s["majority_baseline"]["macro_f1"],
         "flag": bool(s.get("learning_flag")),
