@@ -18,7 +18,16 @@ from backend.training.config import AUTO, TrainConfig
 from backend.training.lr_search import SEARCH_SHARE
 from backend.training.metrics import majority_baseline
 
-MIN_STEPS = 300  # optimizer steps an "auto" run gets at least (when MAX_EPOCHS allows)
+# Optimizer steps an "auto" run gets at least (when MAX_EPOCHS allows). 600, not 300: at 300
+# (10 epochs of 1,000 rows) every method but full fine-tuning and the probe was still improving
+# in its last epoch on emotion (prompt tuning +1.5 points an epoch; bench/tasks_runs.jsonl's
+# histories); early stopping ends the runs that have stopped improving, so only those pay.
+MIN_STEPS = 600
+# The learning-rate search is sized from the run's first SEARCH_BASIS_STEPS steps (at least one
+# epoch), not from its whole plan: early stopping ends many runs well before their last epoch,
+# and a search sized from 600 steps then cost a third of what the run trained.
+SEARCH_BASIS_STEPS = 300
+FEW_STEPS = 150  # below this a run often ends at the majority class: the Train tab warns
 MAX_EPOCHS = 30  # tiny sets: more passes over a few dozen rows mostly memorise
 NO_LEARNING_MARGIN = 1e-9  # "at or below" the majority class, float noise aside
 
@@ -52,6 +61,12 @@ def auto_epochs(train_rows: int, batch_size: int, grad_accum: int = 1) -> int:
     """Whole epochs giving at least MIN_STEPS optimizer steps, between 1 and MAX_EPOCHS."""
     per_epoch = steps_per_epoch(train_rows, batch_size, grad_accum)
     return max(1, min(MAX_EPOCHS, math.ceil(MIN_STEPS / per_epoch)))
+
+
+def search_basis_samples(plan: EpochPlan, train_rows: int) -> int:
+    """Training rows the learning-rate search's budget is a share of (see SEARCH_BASIS_STEPS)."""
+    epochs = min(plan.epochs, max(1, math.ceil(SEARCH_BASIS_STEPS / plan.steps_per_epoch)))
+    return epochs * train_rows
 
 
 def plan_epochs(cfg: TrainConfig, train_rows: int) -> EpochPlan:
@@ -123,7 +138,7 @@ def learning_verdict(
             f"the learning rate {cfg.effective_lr:g} may not suit this method and data: "
             "set the learning rate to auto, or try 10x larger and smaller"
         )
-    if plan.total_steps < MIN_STEPS:
+    if plan.total_steps < FEW_STEPS:
         causes.append(f"{plan.total_steps} optimizer steps may be too few: set epochs to auto or raise them")
     causes.append(
         "the labels may not follow from the text the model sees (check the column mapping and "
@@ -221,7 +236,7 @@ def describe_plan(cfg: TrainConfig, rows: int, has_eval_file: bool) -> dict[str,
         )
     else:
         text += f" · learning rate {cfg.effective_lr:g}"
-    if plan.total_steps < MIN_STEPS // 2:
+    if plan.total_steps < FEW_STEPS:
         text += f" · ⚠ only {plan.total_steps} optimizer steps: small runs often end at the majority class"
     return {
         "train_rows": train_rows,

@@ -216,7 +216,7 @@ def search_model_lr(
             f"learning-rate search: {len(lrs)} candidates ({', '.join(f'{lr:g}' for lr in lrs)}), rounds of "
             f"{schedule.round_steps} steps of {search.batch_size} rows on {len(fit_idx)} training rows, "
             f"judged on {len(search.holdout)} held-out training rows (budget: the time of "
-            f"{schedule.budget:.0f} of the run's {planned_samples / batch_size:.0f} planned steps; a search "
+            f"{schedule.budget:.0f} of the run's first {planned_samples / batch_size:.0f} steps; a search "
             f"step counted as {costs.step:g} of a run step)"
         )
         candidates = successive_halving(lrs, search.trial, schedule, cb, prior)

@@ -14,7 +14,7 @@ from backend.data.batching import Encoded
 from backend.methods import registry
 from backend.methods.base import BuildContext
 from backend.training import checkpoint
-from backend.training.autotune import EpochPlan, describe_search, plan_epochs
+from backend.training.autotune import EpochPlan, describe_search, plan_epochs, search_basis_samples
 from backend.training.callbacks import Callback
 from backend.training.config import AUTO, TrainConfig
 from backend.training.lr_search_model import search_model_lr
@@ -75,7 +75,7 @@ def resolve_auto(
             model,
             train_enc,
             registry.get(cfg.method).learning_rates(cfg.method_settings()),
-            planned_samples=plan.epochs * len(train_enc),
+            planned_samples=search_basis_samples(plan, len(train_enc)),
             label_names=label_names,
             device=device,
             batch_size=cfg.batch_size,

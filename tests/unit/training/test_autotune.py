@@ -16,11 +16,14 @@ from backend.run import run_training
 from backend.training.autotune import (
     MAX_EPOCHS,
     MIN_STEPS,
+    SEARCH_BASIS_STEPS,
+    EpochPlan,
     auto_epochs,
     describe_search,
     epochs_without_improvement,
     patience_exhausted,
     plan_epochs,
+    search_basis_samples,
 )
 from backend.training.callbacks import Callback
 from backend.training.config import TrainConfig, validate
@@ -191,8 +194,20 @@ def test_flag_for_a_run_that_cannot_learn(tmp_path: Path) -> None:
 # ---------------------------------------------------------------- the pieces, without a model
 
 
+def test_the_search_is_sized_from_the_first_steps_not_the_whole_plan() -> None:
+    # 1,000 rows, 32 steps an epoch, 19 epochs planned: the search's basis is the first
+    # ceil(300 / 32) = 10 epochs, so a run that stops early does not pay for a longer search.
+    long = EpochPlan(epochs=19, steps_per_epoch=32, auto=True)
+    assert search_basis_samples(long, 1000) == math.ceil(SEARCH_BASIS_STEPS / 32) * 1000
+    short = EpochPlan(epochs=3, steps_per_epoch=32, auto=False)  # a typed plan under the basis
+    assert search_basis_samples(short, 1000) == 3 * 1000
+    big = EpochPlan(epochs=2, steps_per_epoch=900, auto=True)  # one epoch is already past it
+    assert search_basis_samples(big, 28_800) == 28_800
+
+
 def test_auto_epochs_give_enough_steps_and_cap_large_and_tiny_sets() -> None:
-    assert auto_epochs(360, 32) == math.ceil(MIN_STEPS / 12)  # 12 steps/epoch -> 25 epochs
+    assert auto_epochs(40 * 32, 32) == math.ceil(MIN_STEPS / 40)  # 40 steps/epoch
+    assert auto_epochs(360, 32) == min(MAX_EPOCHS, math.ceil(MIN_STEPS / 12))  # 12 steps/epoch
     assert auto_epochs(20_000, 32) == 1
     assert auto_epochs(20, 32) == MAX_EPOCHS
     assert auto_epochs(1000, 32) * 32 >= MIN_STEPS
