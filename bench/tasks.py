@@ -180,12 +180,15 @@ INTRO = (
     "epochs (3; probe 10), no early stopping. Metric: accuracy, macro-F1 for sms_spam (imbalanced). "
     "Where several seeds ran: mean ± standard deviation. *lr* = the learning rate the search chose "
     "(per seed); *search share* = its time against the rest of the run as it went (max over seeds), "
-    "and against the run as planned (all epochs; what the search's budget is set from). ⚠ = at or below the "
+    "and against the run as planned (all epochs; from 57c0141 the budget is 12% of the run's first "
+    "~300 steps, at least an epoch, not of its plan). ⚠ = at or below the "
     "majority class. *code* = the commit each row ran with (the defaults changed between some: from "
     "013a05a runs at the majority class are not stopped early; 4a6f2c8 moved P-tuning's candidates "
     "to 1e-2 … 1e-1; 984e46d judged the search against the label prior's loss, which 2e8af06 "
     "reverted; 8f689fe took a smaller rate on a tie and required a move beyond the noise; 409b7ce "
-    "keeps the method's default on a tie instead; each cell shows its newest row)."
+    "keeps the method's default on a tie instead; 57c0141 gives epochs auto 600 steps instead of 300 "
+    "and keeps the default unless beaten by 3 standard errors instead of 2; each cell shows its newest "
+    "row)."
 )
 
 
@@ -214,8 +217,8 @@ def method_rows(cells: Cells, metric: str) -> list[str]:
 
 
 def planned_share(r: dict[str, Any]) -> float:
-    """The search's time against the run as planned (every epoch), which is what its budget is
-    set from; early stopping can end the run at half the plan and so double its share of the run."""
+    """The search's time against the run as planned (every epoch); early stopping can end the run
+    at half the plan and so double its share of the run."""
     rest = r["train_seconds"] - r["lr_search_seconds"]
     return r["lr_search_seconds"] / (rest * r["epochs"] / max(1, r["epochs_run"]))
 

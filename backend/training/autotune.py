@@ -229,10 +229,11 @@ def describe_plan(cfg: TrainConfig, rows: int, has_eval_file: bool) -> dict[str,
     candidates: tuple[float, ...] = ()
     if cfg.lr == AUTO:
         candidates = spec.learning_rates(cfg.method_settings())
+        share = SEARCH_SHARE * search_basis_samples(plan, train_rows) / max(1, plan.epochs * train_rows)
         text += (
             " · **learning rate auto:** a short search over "
             f"{', '.join(f'{lr:g}' for lr in candidates)} on the training data picks it "
-            f"(about {100 * SEARCH_SHARE:.0f}% extra time)"
+            f"(about {share:.0%} of the planned training time more)"
         )
     else:
         text += f" · learning rate {cfg.effective_lr:g}"
