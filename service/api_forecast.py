@@ -79,7 +79,7 @@ class ForecastApi(WorkbenchState):
         evals = fc.eval_padded_tokens(got.lengths, got.eval_rows, cfg.max_length)
         if registry.get(method).probes_layers:  # features: one forward pass over every row, a cheap head
             train, evals = train / (fc.EVAL_SPEEDUP * epochs), evals / epochs
-        share, overhead, eval_rate = self._history(device, cfg.model, method, cfg.lr == "auto")
+        share, overhead, eval_rate = self._history(device, cfg.model, method, plan["search_share"])
         total = got.counted["total"]
         shape = _shape(
             total, got.counted["trainable"], got.hidden_size, got.num_layers, cfg.quant, method,
@@ -114,17 +114,16 @@ class ForecastApi(WorkbenchState):
         }
 
     def _history(
-        self, device: str, model: str, method: str, searched: bool
+        self, device: str, model: str, method: str, budget_share: float
     ) -> tuple[float, float, float | None]:
         """(search share, fixed seconds, evaluation tokens/s) from finished runs here: of this
-        model and method where there are some, else of this model."""
-        from backend.training.lr_search import SEARCH_SHARE
-
+        model and method where there are some, else of this model. ``budget_share``: the search's
+        budget against the planned training time (0: no search), taken without such runs."""
         history = self._finished(device)
         same = [j.summary or {} for j in history if j.model == model and j.method == method]
         model_runs = [j.summary or {} for j in history if j.model == model]
         heads_only = registry.get(method).probes_layers  # its search trains heads: seconds, not minutes
-        share = (fh.search_share(same) or SEARCH_SHARE) if searched and not heads_only else 0.0
+        share = (fh.search_share(same) or budget_share) if budget_share and not heads_only else 0.0
         overhead = fh.overhead_seconds(same) or fh.overhead_seconds(model_runs) or 0.0
         return share, overhead, fh.eval_throughput(model_runs)
 

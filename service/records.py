@@ -169,6 +169,7 @@ class RunPlan(TypedDict):
     steps_per_epoch: int
     total_steps: int
     lr_candidates: list[float]  # empty unless the learning rate is "auto"
+    search_share: float  # the search's budget against the planned training time (0: no search)
     text: str  # one Markdown line for people
 
 

@@ -227,13 +227,14 @@ def describe_plan(cfg: TrainConfig, rows: int, has_eval_file: bool) -> dict[str,
     stop = f", stopping early after {patience} epochs without improvement" if patience else ""
     text = f"**Plan:** {plan.describe()} on {train_rows:,} training rows{stop}"
     candidates: tuple[float, ...] = ()
+    share = 0.0  # the search's budget against the planned training time
     if cfg.lr == AUTO:
         candidates = spec.learning_rates(cfg.method_settings())
         share = SEARCH_SHARE * search_basis_samples(plan, train_rows) / max(1, plan.epochs * train_rows)
         text += (
             " · **learning rate auto:** a short search over "
             f"{', '.join(f'{lr:g}' for lr in candidates)} on the training data picks it "
-            f"(about {share:.0%} of the planned training time more)"
+            f"(adds about {share:.0%} to the planned training time)"
         )
     else:
         text += f" · learning rate {cfg.effective_lr:g}"
@@ -245,5 +246,6 @@ def describe_plan(cfg: TrainConfig, rows: int, has_eval_file: bool) -> dict[str,
         "steps_per_epoch": plan.steps_per_epoch,
         "total_steps": plan.total_steps,
         "lr_candidates": list(candidates),
+        "search_share": round(share, 4),
         "text": text,
     }

@@ -19,6 +19,7 @@ from backend.training.autotune import (
     SEARCH_BASIS_STEPS,
     EpochPlan,
     auto_epochs,
+    describe_plan,
     describe_search,
     epochs_without_improvement,
     patience_exhausted,
@@ -30,6 +31,7 @@ from backend.training.config import TrainConfig, validate
 from backend.training.lr_search import (
     EVAL_COST,
     MAX_EXTENSIONS,
+    SEARCH_SHARE,
     Candidate,
     Costs,
     Schedule,
@@ -203,6 +205,16 @@ def test_the_search_is_sized_from_the_first_steps_not_the_whole_plan() -> None:
     assert search_basis_samples(short, 1000) == 3 * 1000
     big = EpochPlan(epochs=2, steps_per_epoch=900, auto=True)  # one epoch is already past it
     assert search_basis_samples(big, 28_800) == 28_800
+
+
+def test_the_plan_states_the_search_share_the_forecast_falls_back_on() -> None:
+    auto = describe_plan(TrainConfig(data="x", method="lora"), rows=1000, has_eval_file=True)
+    assert auto["epochs"] == math.ceil(MIN_STEPS / 32)
+    expected = SEARCH_SHARE * math.ceil(SEARCH_BASIS_STEPS / 32) / auto["epochs"]
+    assert auto["search_share"] == round(expected, 4) < SEARCH_SHARE
+    assert f"adds about {expected:.0%}" in auto["text"]
+    typed = describe_plan(TrainConfig(data="x", method="lora", lr=1e-3), rows=1000, has_eval_file=True)
+    assert typed["search_share"] == 0.0
 
 
 def test_auto_epochs_give_enough_steps_and_cap_large_and_tiny_sets() -> None:
