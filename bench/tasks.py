@@ -118,8 +118,16 @@ def run_one(dataset: str, method: str, config: str, seed: int, train: Path, out:
     )
     started = time.perf_counter()
     s = run_training(cfg, out, LogFile())
-    keep = ("accuracy", "macro_f1", "lr", "epochs", "epochs_run", "best_epoch", "train_seconds")
-    keep += ("lr_search_seconds",)
+    keep = (
+        "accuracy",
+        "macro_f1",
+        "lr",
+        "epochs",
+        "epochs_run",
+        "best_epoch",
+        "train_seconds",
+        "lr_search_seconds",
+    )
     # the eval metric per epoch: whether a run that used every planned epoch was still improving
     history = json.loads((out / "metrics.json").read_text()).get("history", [])
     return {
