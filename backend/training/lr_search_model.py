@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from backend.data.batching import Encoded
+from backend.data.batching import SEARCH_MEGA_BATCHES, Encoded
 from backend.training.callbacks import Callback, TrainingCancelled
 from backend.training.lr_search import (
     EVAL_COST,
@@ -102,7 +102,9 @@ class ModelSearch:
             yield from batches_forever(len(self.train), self.batch_size, self.seed)
             return
         for epoch in itertools.count():
-            yield from self.train.index_batches(self.batch_size, True, self.seed + epoch, True)
+            yield from self.train.index_batches(
+                self.batch_size, True, self.seed + epoch, True, SEARCH_MEGA_BATCHES
+            )
 
     def trial(self, lr: float) -> ModelTrial:
         return ModelTrial(lr, self, {n: t.clone() for n, t in self.initial.items()})
