@@ -47,10 +47,9 @@ def render(results: list[dict[str, Any]], args: argparse.Namespace, native: bool
         "the CPU dropout from random bits, precision auto"
         + ("" if native else ", which is fp32 on this CPU: it has no native bf16")
         + "). s/epoch is training time per epoch (evaluation excluded); accuracy on the dev set; "
-        "where several seeds ran, mean ± standard deviation. Runs with mega-batches of 4 batches "
-        "instead of transformers' 15 (more accurate for prefix tuning and IA3, but not adopted: "
-        "see backend/data/batching.py) are in bench/speed_runs_mega4.jsonl; one-off runs in "
-        "bench/speed_mega_batch_runs.md.",
+        "where several seeds ran, mean ± standard deviation. Length-grouped training batches come "
+        "in mega-batches of 4 batches (backend/data/batching.py; from c21db16); the earlier runs "
+        "with transformers' 15 are in git history, one-off runs in bench/speed_mega_batch_runs.md.",
         "",
         "| method | old s/epoch | new s/epoch | speed-up | old accuracy | new accuracy "
         "| tokens/s new | padding old → new | MFU new | seeds |",
@@ -117,14 +116,16 @@ def _alone_section(results: list[dict[str, Any]], args: argparse.Namespace) -> l
     for method in METHODS:
         got = {s: pick(results, method, s, args.rows) for s in ("old", "grouped_fp32", "bf16_alone", "new")}
         got = {s: [r for r in rs if r["seed"] == 0] for s, rs in got.items()}
-        if not all(got.values()):
+        if not (got["old"] and got["new"]):
             continue
-        t = {s: cost(rs[0]) for s, rs in got.items()}
-        cells = [f"{t[s]:.2f} ({t['old'] / t[s]:.2f}x)" for s in ("grouped_fp32", "bf16_alone", "new")]
-        lines.append(
-            f"| {method} | {t['old']:.2f} | {' | '.join(cells)} "
-            f"| {got['grouped_fp32'][0]['accuracy']:.3f} / {got['bf16_alone'][0]['accuracy']:.3f} |"
-        )
+        # A half not measured in this sitting shows as "–" (its speed-up would mix sittings).
+        t = {s: cost(rs[0]) for s, rs in got.items() if rs}
+        cells = [
+            f"{t[s]:.2f} ({t['old'] / t[s]:.2f}x)" if s in t else "–"
+            for s in ("grouped_fp32", "bf16_alone", "new")
+        ]
+        acc = [f"{got[s][0]['accuracy']:.3f}" if got[s] else "–" for s in ("grouped_fp32", "bf16_alone")]
+        lines.append(f"| {method} | {t['old']:.2f} | {' | '.join(cells)} | {' / '.join(acc)} |")
     return lines
 
 

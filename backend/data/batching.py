@@ -32,7 +32,8 @@ def length_grouped_order(
     * Mega-batches of 4 batches, not transformers' 50 (15 for 2,000 rows): they mix lengths
       more, and kept prefix tuning and IA3 within 0.5 points of random batches on SST-2 (at
       15: -1.5 and -1.4 points, 3 seeds), at more padding: 37% of the tokens against 16% at
-      15 and 67% in random batches (bench/speed_mega_batch_runs.md, bench/SPEED.md).
+      15 and 67% in random batches, which costs full fine-tuning 25% (17.2 s/epoch against
+      13.8 at 15, one sitting; bench/speed_mega_batch_runs.md, bench/SPEED.md).
     * The learning-rate search keeps transformers' size (``SEARCH_MEGA_BATCHES``): its rounds
       are a few dozen quarter-size batches, and with mega-batches of 4 they moved LoRA's
       held-out loss on SST-2 less (at best 0.69 to 0.65 over 4 seeds, against 0.50 at 50), so
