@@ -55,7 +55,7 @@ TARGETS = {
     "ia3": {"k_proj", "v_proj", "down_proj"},  # down_proj: the FFN, scaled on its input
 }
 # Learning rates for a few steps on one batch (the methods' defaults are for whole runs).
-STEP_LR = {"full": 1e-4, "prompt": 1e-2}
+STEP_LR = {"full": 1e-4, "prompt": 1e-2, "ptuning": 1e-2}
 LABELS = ["neg", "pos"]
 
 
