@@ -43,9 +43,13 @@ class Reconciler:
 
     def reconcile(self, *, at_start: bool) -> None:
         """Adopt or end running jobs that no live supervisor looks after; end hung ones here."""
+        # Jobs first, owners second: a supervisor registers before it claims, so the owner
+        # of every job read here is in the owners read after. The other order misses one
+        # that registered and claimed in between, and ends its job as an orphan.
+        jobs = running_jobs(self.db)
         owners = supervisors(self.db)
         judge_hung = time.monotonic() - self._writable_since >= self.hung_seconds
-        for job in running_jobs(self.db):
+        for job in jobs:
             ours = job.id in self.handles
             looked_after = ours or owner_alive(owners.get(job.claimed_by or ""), self.host)
             # A cluster runner reaches a worker on any node; the local one only this host's.

@@ -10,21 +10,24 @@ from __future__ import annotations
 import errno
 import os
 import signal
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 
+import psutil
 import pytest
 from sqlalchemy import func, select
 from sqlalchemy.exc import OperationalError
 
 from backend.settings import Settings
-from jobs import queue
+from jobs import queue, reconcile
 from jobs.db import Database, is_transient, retry
 from jobs.runner import process_alive
-from jobs.schema import CANCELLED, FAILED, RUNNING, SUCCEEDED, Job
+from jobs.schema import CANCELLED, FAILED, RUNNING, SUCCEEDED, Job, SupervisorRow, utcnow
 from jobs.stopped_worker import end_stopped_worker
 from jobs.supervisor import Supervisor
+from jobs.supervisor_registry import enter_process, leave_process, register_supervisor
 from service.api import Workbench
 from tests.jobs.conftest import long_job, quick_job, wait_for, wait_running_step, wait_status
 
@@ -107,6 +110,49 @@ def test_a_full_disk_does_not_keep_a_job_running(
     assert end_stopped_worker(db, job_id, "exit code 1") == "worker stopped unexpectedly (exit code 1)"
     with db.read() as session:
         assert session.get(Job, job_id).status == FAILED
+
+
+def test_a_supervisor_that_registers_and_claims_mid_reconcile_keeps_its_job(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Supervisor B reconciles while A registers and claims a job (the race behind a
+    flaky two-supervisor run): A's fresh job must not be ended as an orphan."""
+    db = Database(settings.db_url)
+    job_id = add_job(db)
+    b = Supervisor(settings, max_concurrent=1)
+    a_token, a_wake = "a-token", threading.Event()
+    real_running_jobs = reconcile.running_jobs
+
+    def a_registers_and_claims_first(db_: Database) -> list[Job]:
+        # What A's thread does between two of B's reads: register (alive, in this
+        # process), then claim before it has a worker.
+        if not queue.running_jobs(db_):
+            enter_process(a_token, a_wake)
+            me = psutil.Process()
+            register_supervisor(
+                db_,
+                SupervisorRow(
+                    token=a_token,
+                    host=b.host,
+                    pid=me.pid,
+                    process_started=me.create_time(),
+                    max_concurrent=1,
+                    started_at=utcnow(),
+                    heartbeat_at=utcnow(),
+                ),
+            )
+            assert queue.claim_next(db_, a_token, b.host) == job_id
+        return real_running_jobs(db_)
+
+    monkeypatch.setattr(reconcile, "running_jobs", a_registers_and_claims_first)
+    try:
+        b.reconcile(at_start=False)
+    finally:
+        leave_process(a_token, a_wake)
+        b.db.dispose()
+    with db.read() as session:
+        job = session.get(Job, job_id)
+    assert (job.status, job.claimed_by, job.error) == (RUNNING, a_token, None)
 
 
 # ---------------------------------------------------------------- real workers
