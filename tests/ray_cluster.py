@@ -86,14 +86,25 @@ class RayCluster:
         self.nodes.append(proc)
         return proc
 
-    def start(self) -> RayCluster:
-        self._node(
-            "--head", "--port", str(self.gcs_port), "--num-cpus", "0", "--temp-dir", str(self.temp_dir),
-            "--include-dashboard", "true", "--dashboard-host", "127.0.0.1",
-            "--dashboard-port", str(self.dashboard_port), "--ray-client-server-port", str(free_ports(1)[0]),
-            name="head",
-        )  # fmt: skip
-        self._wait_dashboard()
+    def start(self, attempts: int = 2) -> RayCluster:
+        """The head, then one worker node. A head whose freshly chosen ports were taken
+        meanwhile exits (seen once in CI): it is started again on new ports."""
+        for attempt in range(attempts):
+            client_port = free_ports(1)[0]
+            head = self._node(
+                "--head", "--port", str(self.gcs_port), "--num-cpus", "0", "--temp-dir", str(self.temp_dir),
+                "--include-dashboard", "true", "--dashboard-host", "127.0.0.1",
+                "--dashboard-port", str(self.dashboard_port), "--ray-client-server-port", str(client_port),
+                name="head",
+            )  # fmt: skip
+            if self._wait_dashboard(head):
+                break
+            self.kill_node(head)
+            self.nodes.remove(head)
+            if attempt == attempts - 1:
+                raise RuntimeError(f"ray start --head exited; its output ends:\n{self._log_tail('head')}")
+            self.gcs_port, self.dashboard_port = free_ports(2)
+            self.dashboard_url = f"http://127.0.0.1:{self.dashboard_port}"
         self.add_worker()
         return self
 
@@ -115,9 +126,10 @@ class RayCluster:
                 return node
             self.kill_node(node)
             self.nodes.remove(node)
-            tail = (self.temp_dir / f"{name}.log").read_text(errors="replace")[-1500:]
             if attempt == attempts - 1:
-                raise RuntimeError(f"the Ray worker node did not join; its output ends:\n{tail}")
+                raise RuntimeError(
+                    f"the Ray worker node did not join; its output ends:\n{self._log_tail(name)}"
+                )
         raise AssertionError("unreachable")
 
     def cpus(self) -> float:
@@ -132,16 +144,21 @@ class RayCluster:
             os.killpg(node.pid, signal.SIGKILL)
         node.wait(10)
 
-    def _wait_dashboard(self) -> None:
+    def _wait_dashboard(self, head: subprocess.Popen[bytes]) -> bool:
+        """True once the dashboard answers; False if the head exited first."""
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
-            if self.nodes[0].poll() is not None:
-                raise RuntimeError(f"ray start --head exited; see {self.temp_dir}/head.log")
+            if head.poll() is not None:
+                return False
             with contextlib.suppress(OSError):
                 urllib.request.urlopen(f"{self.dashboard_url}/api/version", timeout=2).close()
-                return
+                return True
             time.sleep(0.5)
-        raise RuntimeError(f"the Ray dashboard did not come up; see {self.temp_dir}")
+        raise RuntimeError(f"the Ray dashboard did not come up; its output ends:\n{self._log_tail('head')}")
+
+    def _log_tail(self, name: str) -> str:
+        # The temp folder is removed at stop, so the error carries the log's end itself.
+        return (self.temp_dir / f"{name}.log").read_text(errors="replace")[-1500:]
 
     def stop(self) -> None:
         for node in reversed(self.nodes):  # workers first, then the head
