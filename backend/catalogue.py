@@ -21,6 +21,7 @@ from backend import quantized_copy
 from backend.errors import ConfigError, ModelError
 from backend.hub_cache import looks_like_hub_id
 from backend.offline_models import MINILM, OFFLINE_MODELS, available, find, offline_snapshot, source_path
+from backend.quant_workarounds import disable_cpu_bf16_4bit, drop_cpu_device_map
 from backend.settings import Settings
 from backend.text_pairs import separate_pairs
 
@@ -231,14 +232,21 @@ def load_tokenizer(info: ModelInfo, padding_side: str | None = None) -> Any:
 
 
 def load_classifier(
-    info: ModelInfo, label_names: list[str], quant: str = "none", pad_token_id: int | None = None
+    info: ModelInfo,
+    label_names: list[str],
+    quant: str = "none",
+    pad_token_id: int | None = None,
+    attention: str | None = None,
 ) -> Any:
-    """``AutoModelForSequenceClassification`` with the label map (and quantized base)."""
+    """``AutoModelForSequenceClassification`` with the label map (and quantized base);
+    ``attention`` names transformers' attention implementation (None: its default)."""
     from transformers import AutoModelForSequenceClassification
     from transformers.utils import logging as hf_logging
 
     qcfg = quantization_config(quant, info)
-    kwargs: dict[str, Any] = label_kwargs(label_names)
+    kwargs: dict[str, Any] = label_kwargs(label_names) | (
+        {"attn_implementation": attention} if attention else {}
+    )
     copy = None
     if qcfg is not None:
         kwargs.update(quantized_load_kwargs(qcfg))
@@ -272,26 +280,6 @@ def quantized_copy_folder(info: ModelInfo, quant: str, qcfg: Any) -> Path | None
     """Where the base's quantized copy is (or would be) saved; None when a copy does not pay."""
     settings = json.dumps(qcfg.to_dict(), sort_keys=True, default=str)
     return quantized_copy.copy_folder(info.path, quant, _cache(None), info.portable_name, settings)
-
-
-def drop_cpu_device_map(model: Any) -> None:
-    """Forget a quantized load's device map when it is the CPU alone.
-
-    PEFT's prefix tuning looks for a GPU in ``hf_device_map`` to place its key/value cache
-    and fails (StopIteration) on a CPU-only map; one device needs no map at all.
-    """
-    device_map = getattr(model, "hf_device_map", None)
-    if device_map is not None and {str(v) for v in device_map.values()} <= {"cpu"}:
-        del model.hf_device_map
-
-
-def disable_cpu_bf16_4bit(model: Any) -> None:
-    """bitsandbytes' CPU bf16 fast path breaks 4-bit train -> eval -> train; turn it off."""
-    import bitsandbytes as bnb
-
-    for module in model.modules():
-        if isinstance(module, bnb.nn.Linear4bit):
-            module.support_avx512bf16_for_cpu = False
 
 
 def read_json(path: Path) -> dict[str, Any]:

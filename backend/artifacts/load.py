@@ -17,14 +17,13 @@ import torch
 from backend.catalogue import (
     DECODER_TYPES,
     ModelInfo,
-    disable_cpu_bf16_4bit,
-    drop_cpu_device_map,
     locate_base,
     quantization_config,
     quantized_load_kwargs,
 )
 from backend.errors import ConfigError
 from backend.probing.inference import load_probe
+from backend.quant_workarounds import disable_cpu_bf16_4bit, drop_cpu_device_map
 
 
 def read_manifest(artifact_dir: Path) -> dict[str, Any]:

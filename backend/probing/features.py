@@ -16,10 +16,11 @@ from typing import Any
 import torch
 from safetensors.torch import load_file, save_file
 
-from backend.catalogue import ModelInfo, disable_cpu_bf16_4bit, quantization_config, quantized_load_kwargs
+from backend.catalogue import ModelInfo, quantization_config, quantized_load_kwargs
 from backend.data.batching import Encoded
 from backend.data.prepare import Split
 from backend.methods.probe_head import pool
+from backend.quant_workarounds import disable_cpu_bf16_4bit
 from backend.training.callbacks import Callback, TrainingCancelled
 from backend.training.runtime import autocast, pick_device
 
