@@ -67,8 +67,9 @@ class Candidate:
     rounds: int = 0
     diverged: bool = False
     inconclusive: bool = False  # won because no candidate moved, not on its score
-    # the default, kept on a tie with the best: (that rate, mean per-row loss gap, its standard error)
-    tie_with: tuple[float, float, float] | None = None
+    # the default, kept on a tie with the best: [that rate, mean per-row loss gap, its standard
+    # error]; a list, as JSON gives it back (the summary and training_config.json then agree)
+    tie_with: list[float] | None = None
     rows: np.ndarray | None = field(default=None, repr=False)  # per-row held-out losses
 
 

@@ -63,7 +63,7 @@ def keep_default_on_a_tie(finalists: list[Candidate], anchor: Candidate | None, 
         return best
     gap, se = paired_gap(anchor.rows, best.rows)
     if gap <= KEEP_DEFAULT_SE * se:
-        anchor.tie_with = (best.lr, round(gap, 5), round(se, 5))
+        anchor.tie_with = [best.lr, round(gap, 5), round(se, 5)]
         cb.on_log(
             f"learning-rate search: the default {anchor.lr:g} is within the noise of {best.lr:g} "
             f"(held-out loss {gap:+.3f} ± {se:.3f} per row); keeping the default"
