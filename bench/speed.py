@@ -6,11 +6,12 @@ Protocol of ../shared/BASELINE.md (SST-2, the same 2,000 training rows, all 872 
 batch 32, max length 128, each method's fixed learning rate, every epoch trained), one
 process per run, everything in one invocation on one machine:
 
-* **old**: random batches, fp32, torch's dropout (the loop before length grouping, mixed
-  precision and the CPU dropout from random bits);
-* **new**: the defaults: length-grouped batches, precision "auto", and on the CPU the dropout
-  of backend/training/fast_dropout.py;
-* **grouping alone** and **bf16 alone** (both with torch's dropout), to separate them (on a
+* **old**: random batches, fp32 and the plain kernels: torch's dropout, its per-tensor AdamW
+  and transformers' default attention (the loop before length grouping, mixed precision,
+  the CPU dropout from random bits with eager attention, and fused AdamW);
+* **new**: the defaults: length-grouped batches, precision "auto", fused AdamW, and on the
+  CPU the dropout of backend/training/fast_dropout.py, attention probabilities' included;
+* **grouping alone** and **bf16 alone** (both with the plain kernels), to separate them (on a
   CPU without native bf16, "auto" is fp32, so *new* has no bf16; bf16 alone is then timed on
   a short run only, since it is emulated there and slower than fp32);
 * **top 2 of 6 layers** (LoRA, Houlsby adapter) over cached lower layers: epoch 1 (which
@@ -34,6 +35,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from backend.training.runtime import PLAIN_KERNELS_ENV  # noqa: E402
 from bench.methods import METHODS, SST2, baseline_subset, train_cli  # noqa: E402
 from bench.speed_report import SHORT_ROWS, render  # noqa: E402
 
@@ -47,9 +49,9 @@ SETTINGS: dict[str, list[str]] = {
     "bf16_alone": ["--no-group-by-length", "--precision", "bf16"],
     "top2": ["--set", "top_layers=2"],
 }
-# torch's own dropout for the old loop and for each half of *new* measured alone: the CPU
-# dropout from random bits (backend/training/fast_dropout.py) is the third part of *new*.
-TORCH_DROPOUT = {"old", "grouped_fp32", "bf16_alone"}
+# The plain kernels (torch's dropout, per-tensor AdamW, default attention) for the old loop
+# and for each half of *new* measured alone: the fast ones are the rest of *new*.
+PLAIN_KERNELS = {"old", "grouped_fp32", "bf16_alone"}
 
 
 def done_runs() -> dict[tuple[str, str, int, int], dict[str, Any]]:
@@ -65,7 +67,7 @@ def run_one(
     out = tmp / f"{method}-{setting}-{seed}-{rows}"
     extra = [*SETTINGS[setting], "--seed", str(seed), "--max-train-samples", str(rows)]
     started = time.perf_counter()
-    env = {"WORKBENCH_TORCH_DROPOUT": "1"} if setting in TORCH_DROPOUT else {}
+    env = {PLAIN_KERNELS_ENV: "1"} if setting in PLAIN_KERNELS else {}
     # A data folder per run: the probe must compute its features, not read an earlier run's.
     env["WORKBENCH_DATA_DIR"] = str(tmp / f"data-{out.name}")
     summary = train_cli(method, out, train, epochs, extra, env)

@@ -7,7 +7,6 @@ folder is written by ``backend.run`` from the :class:`RunOutcome` returned here.
 from __future__ import annotations
 
 import math
-import os
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -31,10 +30,9 @@ from backend.training.autotune import (
 )
 from backend.training.callbacks import Callback, EpochInfo, StepInfo, TrainingCancelled
 from backend.training.config import TrainConfig
-from backend.training.fast_dropout import use_fast_dropout
 from backend.training.metrics import evaluate, majority_baseline, metrics_from_probs, predict_probs
 from backend.training.outcome import RunContext, RunOutcome, run_summary
-from backend.training.runtime import autocast, cpu_has_bf16, peak_gpu_mb, pick_device, resolve_precision
+from backend.training.runtime import adamw, autocast, cpu_setup, peak_gpu_mb, pick_device, resolve_precision
 from backend.training.setup import build_model, checkpointing_on, count_run_parameters, resolve_auto
 from backend.training.throughput import Throughput, computed_params, throughput_summary
 from backend.training.top_layers import LowerLayerCache, cut_index
@@ -65,7 +63,7 @@ class Fitter:
         # fp16 (CUDA without bf16) needs loss scaling; bf16 has fp32's range and does not.
         self.scaler = torch.amp.GradScaler("cuda") if self.precision == "fp16" else None
         self.params = params = [p for p in model.parameters() if p.requires_grad]
-        self.optimizer = torch.optim.AdamW(params, lr=cfg.effective_lr, weight_decay=cfg.weight_decay)
+        self.optimizer = adamw(params, cfg.effective_lr, cfg.weight_decay)
         self.steps_per_epoch = math.ceil(train.num_batches(cfg.batch_size) / cfg.grad_accum)
         self.total_steps = self.steps_per_epoch * cfg.effective_epochs
         warmup = int(cfg.warmup_ratio * self.total_steps)
@@ -220,8 +218,8 @@ def run_loop(ctx: RunContext) -> RunOutcome:
     cfg, data, cb = ctx.cfg, ctx.data, ctx.cb
     model = build_model(cfg, ctx.info, data.label_names, ctx.tokenizer.pad_token_id)
     device = pick_device(cfg.device) if cfg.quant == "none" else next(model.parameters()).device
-    if device.type == "cpu" and not os.environ.get("WORKBENCH_TORCH_DROPOUT"):  # set: benchmarks only
-        use_fast_dropout(model)  # torch's CPU dropout cost more than a layer's matmuls in bf16
+    if warning := cpu_setup(model, device, resolve_precision(cfg.precision, device, cfg.quant)):
+        cb.on_log(warning)
     train_enc = Encoded(ctx.tokenizer, data.train, cfg.max_length)
     eval_enc = Encoded(ctx.tokenizer, data.eval, cfg.max_length)
     requested = {"lr": cfg.lr, "epochs": cfg.epochs}
@@ -230,11 +228,6 @@ def run_loop(ctx: RunContext) -> RunOutcome:
     search_seconds = time.perf_counter() - search_started if search and not ctx.resume_from else 0.0
     fitter = Fitter(model, cfg, train_enc, eval_enc, data.label_names, device, cb)
     fitter.top_cut = cut_index(ctx.info.num_layers, getattr(cfg.method_settings(), "top_layers", 0))
-    if fitter.precision == "bf16" and device.type == "cpu" and not cpu_has_bf16():
-        cb.on_log(
-            "warning: this CPU has no native bf16 (AVX-512 BF16 or AMX): bf16 is emulated and "
-            "several times slower than fp32 here; precision 'auto' would train in fp32"
-        )
     fitter.resolved = {"lr": cfg.lr, "epochs": cfg.epochs, "lr_search": search}
     trainable, total = count_run_parameters(ctx, model)
     cb.on_start(

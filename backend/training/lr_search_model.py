@@ -37,16 +37,7 @@ from backend.training.lr_search import (
 )
 from backend.training.lr_search_noise import Score, score_probs
 from backend.training.metrics import predict_probs
-from backend.training.runtime import autocast
-
-
-def search_optimizer(params: list[torch.nn.Parameter], lr: float, weight_decay: float) -> torch.optim.AdamW:
-    """AdamW with the fused kernel: quarter-size batches mean 4x the optimizer steps, and the
-    default per-tensor AdamW cost about a third of a full fine-tuning step on the CPU."""
-    try:
-        return torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay, fused=True)
-    except RuntimeError:  # a device or dtype without the fused kernel
-        return torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay)
+from backend.training.runtime import adamw, autocast
 
 
 @dataclass
@@ -127,7 +118,7 @@ class ModelSearch:
     def advance(self, trial: ModelTrial, steps: int, cancelled: Callable[[], bool]) -> bool:
         self._load(trial.weights)
         params = list(self.params.values())
-        opt = search_optimizer(params, trial.lr, self.weight_decay)
+        opt = adamw(params, trial.lr, self.weight_decay)
         if trial.optimizer_state is not None:
             opt.load_state_dict(trial.optimizer_state)
         self.model.train()

@@ -23,8 +23,9 @@ from backend.errors import ConfigError
 from backend.run import run_training
 from backend.training.callbacks import Callback
 from backend.training.config import TrainConfig, load_data, validate
+from backend.training.fast_dropout import FastDropout, use_fast_dropout
 from backend.training.metrics import predict_probs
-from backend.training.runtime import cpu_has_bf16, resolve_precision
+from backend.training.runtime import PLAIN_KERNELS_ENV, adamw, cpu_has_bf16, resolve_precision
 from backend.training.setup import build_model
 from backend.training.throughput import Throughput
 from tests.conftest import write_csv
@@ -104,6 +105,40 @@ def test_length_sorted_prediction_keeps_the_row_order(tokenizer: object, tiny_cs
     assert np.abs(sorted_probs - plain_probs).max() < 1e-5
 
 
+def dropout_calls(model: torch.nn.Module, batch: dict[str, torch.Tensor]) -> tuple[int, int]:
+    """(fast dropout modules run in one training forward, fast dropout modules there are)."""
+    swapped = use_fast_dropout(model)
+    ran: list[int] = []
+    for module in model.modules():
+        if isinstance(module, FastDropout):
+            module.register_forward_hook(lambda *_: ran.append(1))
+    model.train()(**batch)
+    return len(ran), swapped
+
+
+def test_cpu_training_takes_eager_attention_whose_dropout_is_the_fast_one(
+    tokenizer: object, tiny_csv: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cfg = TrainConfig(data=str(tiny_csv), method="full", device="cpu")
+    info, labels, pad = model_info(cfg.model), load_data(cfg).label_names, tokenizer.pad_token_id  # type: ignore[attr-defined]
+    torch.manual_seed(0)
+    eager = build_model(cfg, info, labels, pad)
+    monkeypatch.setenv(PLAIN_KERNELS_ENV, "1")  # the plain loop keeps transformers' default
+    torch.manual_seed(0)
+    sdpa = build_model(cfg, info, labels, pad)
+    assert (eager.config._attn_implementation, sdpa.config._attn_implementation) == ("eager", "sdpa")
+    split = varied_split(24, seed=2)
+    batch = {k: torch.as_tensor(v) for k, v in tokenizer(split.texts[:8], padding=True).items()}  # type: ignore[operator]
+    calls = [dropout_calls(model, batch) for model in (eager, sdpa)]
+    # Eager runs every dropout module, the attention probabilities' included (6 layers);
+    # SDPA drops those itself, with torch's slow CPU dropout.
+    assert calls[0][0] == calls[0][1] and calls[1][0] == calls[1][1] - 6, calls
+    # Same weights, same predictions: what the export reloaded with SDPA reproduces.
+    enc = Encoded(tokenizer, split, max_length=128)
+    a, b = (predict_probs(m, enc, torch.device("cpu"), batch_size=8) for m in (eager, sdpa))
+    assert np.abs(a - b).max() < 1e-5
+
+
 def test_precision_setting() -> None:
     assert resolve_precision("fp32", "cpu") == "fp32"
     assert resolve_precision("bf16", "cpu") == "bf16"  # asked for: emulated where not native
@@ -111,6 +146,31 @@ def test_precision_setting() -> None:
     assert resolve_precision("bf16", "cpu", "8bit") == resolve_precision("auto", "cpu", "4bit") == "fp32"
     with pytest.raises(ConfigError, match="Precision must be one of auto, fp32, bf16"):
         validate(TrainConfig(data="x.csv", method="lora", precision="fp8"))
+
+
+def test_training_steps_with_fused_adamw_unless_benchmarking_the_plain_loop(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    torch.manual_seed(0)
+    start = [torch.randn(300, 40), torch.randn(40)]
+    grads = [torch.randn_like(t) for t in start]
+
+    def two_steps() -> tuple[torch.optim.AdamW, list[torch.Tensor]]:
+        params = [torch.nn.Parameter(t.clone()) for t in start]
+        opt = adamw(params, 1e-2, 0.01)
+        for _ in range(2):
+            for p, g in zip(params, grads, strict=True):
+                p.grad = g.clone()
+            opt.step()
+        return opt, [p.detach() for p in params]
+
+    fused, fused_params = two_steps()
+    monkeypatch.setenv(PLAIN_KERNELS_ENV, "1")
+    plain, plain_params = two_steps()
+    assert fused.defaults["fused"] is True and not plain.defaults["fused"]
+    # the same update (AdamW with decoupled weight decay), only computed in one kernel
+    for a, b, s in zip(fused_params, plain_params, start, strict=True):
+        assert not torch.equal(a, s) and torch.allclose(a, b, atol=1e-6)
 
 
 def test_throughput_counts_real_and_padded_tokens() -> None:
