@@ -18,8 +18,8 @@ from backend.training.fast_dropout import use_fast_dropout
 # Gradient checkpointing "auto" turns on above this many base-model parameters (SmolLM2-135M
 # and up): smaller encoders fit without it, and recomputing would only cost them time.
 CHECKPOINTING_PARAMS = 100_000_000
-# Set only by bench/speed.py for the old loop and the "alone" rows: torch's CPU dropout and
-# its default per-tensor AdamW, as a hand-written loop gets them.
+# Set only by bench/speed.py for the old loop and the "alone" rows: torch's CPU dropout, its
+# per-tensor AdamW and transformers' default attention, as a hand-written loop gets them.
 PLAIN_KERNELS_ENV = "WORKBENCH_PLAIN_KERNELS"
 
 
