@@ -134,10 +134,13 @@ def test_cached_forward_equals_the_models_and_only_the_top_layers_train(
 
     ran: list[int] = []
     hooks = [layer.register_forward_hook(lambda *_, i=i: ran.append(i)) for i, layer in enumerate(layers)]
+    hooks.append(model.get_input_embeddings().register_forward_hook(lambda *_: ran.append(-1)))
+    assert cache.feeder is not None and cache.feeder["name"].endswith("bert.embeddings")
     cache.forward(model, ROWS).loss.backward()
     for h in hooks:
         h.remove()
-    assert ran == [4, 5]  # the lower layers never run
+    assert ran == [4, 5]  # the lower layers never run, nor does the embeddings' lookup
+    assert "forward" not in model.get_submodule(cache.feeder["name"]).__dict__  # its own forward is back
     cached_grads = {n: p.grad.clone() for n, p in trainable.items() if p.grad is not None}
     assert set(cached_grads) == set(trainable)  # every trainable weight is reached...
     assert all(p.grad is None for p in model.parameters() if not p.requires_grad)
@@ -305,6 +308,10 @@ def test_decoder_cached_forward_matches(tiny_decoders: dict[str, Path], arch: st
         if p.requires_grad:  # the last layer, the final norm, the head
             idx = layer_index(n, layers_name)
             assert (idx is not None and idx >= 2) or any(k in n for k in ("score", "ln_f", "model.norm")), n
-    assert_same_outputs(model, enc, ROWS, 2)
+    cache = assert_same_outputs(model, enc, ROWS, 2)
+    # What feeds layer 0, skipped by the cached forward: GPT-2 adds its position embeddings
+    # before its dropout, LLaMA's token embeddings go straight in (rotary ones are per layer).
+    assert cache.feeder is not None
+    assert cache.feeder["name"].endswith({"gpt2": "transformer.drop", "llama": "model.embed_tokens"}[arch])
     counted = count_parameters(path, method, {"top_layers": 1}, tuple(LABELS)).trainable
     assert count(model).trainable == counted < count_parameters(path, method, {}, tuple(LABELS)).trainable
