@@ -15,7 +15,8 @@ process per run, everything in one invocation on one machine:
   CPU without native bf16, "auto" is fp32, so *new* has no bf16; bf16 alone is then timed on
   a short run only, since it is emulated there and slower than fp32);
 * **top 2 of 6 layers** (LoRA, Houlsby adapter) over cached lower layers: epoch 1 (which
-  builds the cache) and later epochs apart, with accuracy;
+  builds the cache) and later epochs apart, with accuracy, against an all-layers run (*new*
+  again, "top2_all") run right before it;
 * **prediction** rows/s of an exported run, length-sorted against plain batches.
 
 Results go to bench/speed_runs.jsonl (a rerun skips the runs already there; delete it to
@@ -48,6 +49,8 @@ SETTINGS: dict[str, list[str]] = {
     "grouped_fp32": ["--precision", "fp32"],
     "bf16_alone": ["--no-group-by-length", "--precision", "bf16"],
     "top2": ["--set", "top_layers=2"],
+    # *new* again, right before "top2": the top-2 ratio then comes from one sitting
+    "top2_all": [],
 }
 # The plain kernels (torch's dropout, per-tensor AdamW, default attention) for the old loop
 # and for each half of *new* measured alone: the fast ones are the rest of *new*.
@@ -118,7 +121,7 @@ def plan(args: argparse.Namespace, native_bf16: bool) -> list[tuple[str, str, in
             for seed in seeds if method in args.all_seeds.split(",") else seeds[:1]:
                 todo.append((method, setting, seed, args.rows))
         if method in ("lora", "adapter"):
-            todo.append((method, "top2", seeds[0], args.rows))
+            todo += [(method, "top2_all", seeds[0], args.rows), (method, "top2", seeds[0], args.rows)]
     if native_bf16:  # "new" is grouping + bf16: measure each alone at full length too
         todo += [(m, s, seeds[0], args.rows) for m in methods for s in ("grouped_fp32", "bf16_alone")]
     else:  # "new" is grouping alone; bf16 (emulated) only on a short run against fp32

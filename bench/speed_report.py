@@ -51,7 +51,10 @@ def render(results: list[dict[str, Any]], args: argparse.Namespace, native: bool
         + "). s/epoch is training time per epoch (evaluation excluded); accuracy on the dev set; "
         "where several seeds ran, mean ± standard deviation. Length-grouped training batches come "
         "in mega-batches of 4 batches (backend/data/batching.py; from c21db16); the earlier runs "
-        "with transformers' 15 are in git history, one-off runs in bench/speed_mega_batch_runs.md.",
+        "with transformers' 15 are in git history, one-off runs in bench/speed_mega_batch_runs.md. "
+        "A method with more seeds than --seeds ran them in an invocation of its own "
+        "(`--seeds 0,...,N --only M --all-seeds M`), old and new alike; each row's commit is in "
+        "bench/speed_runs.jsonl.",
         "",
         "| method | old s/epoch | new s/epoch | speed-up | old accuracy | new accuracy "
         "| tokens/s new | padding old → new | MFU new | seeds |",
@@ -159,22 +162,20 @@ def _bf16_section(results: list[dict[str, Any]], args: argparse.Namespace, nativ
 
 
 def _top_section(results: list[dict[str, Any]], args: argparse.Namespace) -> list[str]:
+    pairs = {m: p for m in ("lora", "adapter") if (p := _top_pair(results, m, args.rows)) is not None}
+    commits = "; ".join(f"{m} at {top.get('commit', '?')}" for m, (_, top) in pairs.items())
     lines = _section(
         "Top 2 of 6 layers over cached lower layers",
-        "Epoch 1 includes building the cache (one no-gradient pass over the training and dev rows).",
+        "Epoch 1 includes building the cache (one no-gradient pass over the training and dev rows). "
+        f"Each top-2 run follows its all-layers run in one sitting ({commits}).",
         "| method | layers | epoch 1 s | later epochs s (mean) | later / all-layers | accuracy | trainable |",
     )
-    for method in ("lora", "adapter"):
-        full = [r for r in pick(results, method, "new", args.rows) if r["seed"] == 0]
-        top = pick(results, method, "top2", args.rows)
-        if not full or not top:
-            continue
-        f_later, t_later = _later(full[0]), _later(top[0])
-        for name, r, later in (("all 6", full[0], f_later), ("top 2", top[0], t_later)):
-            ratio = f"{later / f_later:.2f}"
+    for method, (full, top) in pairs.items():
+        f_later = _later(full)
+        for name, r in (("all 6", full), ("top 2", top)):
             lines.append(
-                f"| {method} | {name} | {r['epoch_seconds'][0]:.2f} | {later:.2f} | {ratio} "
-                f"| {r['accuracy']:.3f} | {r['trainable_params']:,} |"
+                f"| {method} | {name} | {r['epoch_seconds'][0]:.2f} | {_later(r):.2f} "
+                f"| {_later(r) / f_later:.3f} | {r['accuracy']:.3f} | {r['trainable_params']:,} |"
             )
     return lines
 
@@ -216,17 +217,39 @@ def _targets(results: list[dict[str, Any]], args: argparse.Namespace) -> list[st
         lines.append(
             f"- {method}: {speed:.2f}x (target ≥ {SPEED_TARGET}x), accuracy {points:+.1f} points "
             f"(target ≥ −{ACCURACY_POINTS:.0f}; {len(new)} seed(s)): **{'met' if ok else 'missed'}**"
+            + _paired(old, new)
         )
     for method in ("lora", "adapter"):
-        full = [r for r in pick(results, method, "new", args.rows) if r["seed"] == 0]
-        top = pick(results, method, "top2", args.rows)
-        if full and top:
-            share = _later(top[0]) / _later(full[0])
+        if pair := _top_pair(results, method, args.rows):
+            share = _later(pair[1]) / _later(pair[0])
             lines.append(
-                f"- {method}, top 2 of 6 layers from epoch 2 on: {share:.2f} of the all-layer time "
-                f"(target ≤ {TOP_SHARE:.2f}): **{'met' if share <= TOP_SHARE else 'missed'}**"
+                f"- {method}, top 2 of 6 layers from epoch 2 on: {share:.3f} of the all-layer time "
+                f"(target ≤ {TOP_SHARE:.3f}): **{'met' if share <= TOP_SHARE else 'missed'}**"
             )
     return lines if len(lines) > 3 else []
+
+
+def _paired(old: list[dict[str, Any]], new: list[dict[str, Any]]) -> str:
+    """Seed by seed, for 3+ seeds run both ways: a mean can hang on one run that collapsed."""
+    by_seed = {r["seed"]: r["accuracy"] for r in old}
+    gaps = [100 * (r["accuracy"] - by_seed[r["seed"]]) for r in new if r["seed"] in by_seed]
+    if len(gaps) < 3:
+        return ""
+    ahead = sum(gap >= 0 for gap in gaps)
+    return (
+        f"; seed by seed: median {statistics.median(gaps):+.1f} points, new at or above old on "
+        f"{ahead} of {len(gaps)}, gaps {min(gaps):+.1f} to {max(gaps):+.1f}"
+    )
+
+
+def _top_pair(
+    results: list[dict[str, Any]], method: str, rows: int
+) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """The all-layers and the top-2 run of one sitting (runs before "top2_all": *new*, seed 0)."""
+    full = pick(results, method, "top2_all", rows)
+    full = full or [r for r in pick(results, method, "new", rows) if r["seed"] == 0]
+    top = pick(results, method, "top2", rows)
+    return (full[0], top[0]) if full and top else None
 
 
 def _later(row: dict[str, Any]) -> float:
