@@ -9,7 +9,7 @@ from typing import Any
 
 import torch
 
-from backend.catalogue import ModelInfo, load_classifier
+from backend.catalogue import ModelInfo, load_classifier, load_config
 from backend.data.batching import Encoded
 from backend.methods import registry
 from backend.methods.base import BuildContext
@@ -52,9 +52,7 @@ def training_attention(info: ModelInfo, device: torch.device, quant: str) -> str
     reload) predicts beyond the reload check's tolerance."""
     if device.type != "cpu" or quant != "none" or plain_kernels():
         return None
-    from transformers import AutoConfig
-
-    config = AutoConfig.from_pretrained(info.path, trust_remote_code=False)
+    _, config = load_config(info.path)
     dropout = max(float(getattr(config, key, 0.0) or 0.0) for key in ATTENTION_DROPOUT_KEYS)
     return "eager" if dropout > 0 else None
 
