@@ -17,7 +17,6 @@ in ``jobs.supervisor_registry``.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
@@ -26,6 +25,7 @@ from typing import Any
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
+from backend.durable import replace_text
 from backend.errors import ConfigError
 from jobs.db import RETRY_ATTEMPTS, Database, retry
 from jobs.schema import CANCELLED, QUEUED, RUNNING, Job, utcnow
@@ -169,12 +169,7 @@ def finish(
 
 def write_outcome(out_dir: Path, values: dict[str, Any]) -> None:
     """Save a finished run's job fields durably (temporary file, fsync, atomic rename)."""
-    tmp = out_dir / (OUTCOME_FILE + ".tmp")
-    with tmp.open("w", encoding="utf-8") as f:
-        json.dump(values, f)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, out_dir / OUTCOME_FILE)
+    replace_text(out_dir / OUTCOME_FILE, json.dumps(values))
 
 
 def read_outcome(artifact_dir: str | None) -> dict[str, Any] | None:

@@ -33,6 +33,7 @@ import numpy as np
 import torch
 from safetensors.torch import load_file, save_file
 
+from backend.durable import fsync_path, make_dir, replace_text, write_text
 from backend.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -49,35 +50,9 @@ LEGACY_FILES = (STATE, "trainable.safetensors", "best.safetensors", "optimizer.p
 # ------------------------------------------------------------------ durable writes
 
 
-def _fsync_path(path: Path) -> None:
-    """Flush a file or folder to disk (Linux fsyncs a read-only descriptor of either)."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _write_text(path: Path, text: str) -> None:
-    with path.open("w") as fh:
-        fh.write(text)
-        fh.flush()
-        os.fsync(fh.fileno())
-
-
-def _make_dir(directory: Path) -> None:
-    if directory.is_dir():
-        return
-    directory.mkdir(parents=True, exist_ok=True)
-    _fsync_path(directory.parent)  # the new folder's own entry must survive a crash too
-
-
 def _switch_pointer(directory: Path, name: str) -> None:
     """Point ``LATEST`` at ``name``: readers see the old name or the new one, never a mix."""
-    tmp = directory / (POINTER + TMP)
-    _write_text(tmp, name + "\n")
-    os.replace(tmp, directory / POINTER)
-    _fsync_path(directory)
+    replace_text(directory / POINTER, name + "\n", TMP)
 
 
 def _sweep(directory: Path, keep: set[str]) -> None:
@@ -152,10 +127,10 @@ def _write_files(folder: Path, fitter: Fitter, epoch: int) -> None:
     written.append(folder / "rng.safetensors")
     save_file(_rng_tensors(), str(written[-1]))
     for path in written:
-        _fsync_path(path)
-    _write_text(folder / "rng.json", json.dumps(_rng_json()))
-    _write_text(folder / STATE, json.dumps(_state(fitter, epoch)))
-    _fsync_path(folder)
+        fsync_path(path)
+    write_text(folder / "rng.json", json.dumps(_rng_json()))
+    write_text(folder / STATE, json.dumps(_state(fitter, epoch)))
+    fsync_path(folder)
 
 
 # ------------------------------------------------------------------ reading
@@ -215,7 +190,7 @@ def _live_names(directory: Path, live: Path | None) -> set[str]:
 def save(directory: Path, fitter: Fitter, epoch: int) -> None:
     """Write the checkpoint for ``epoch``; the previous one stays until this one is complete."""
     directory = Path(directory)
-    _make_dir(directory)
+    make_dir(directory)
     live = _current(directory)
     _sweep(directory, _live_names(directory, live))  # an interrupted save's leftovers
     name = f"{PREFIX}{epoch:04d}"
@@ -232,7 +207,7 @@ def save(directory: Path, fitter: Fitter, epoch: int) -> None:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     os.rename(tmp, directory / name)
-    _fsync_path(directory)
+    fsync_path(directory)
     _switch_pointer(directory, name)
     _sweep(directory, {POINTER, name})
 
