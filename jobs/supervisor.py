@@ -6,16 +6,13 @@ supervisors may share one database: claims are atomic, and each announces itself
 the ``supervisors`` table (``jobs.supervisor_registry``) so that the others can tell a
 job that is looked after from an orphan whose supervisor died.
 
-Crash safety, in short: the supervisor reaps its own workers every poll, so a worker
-that dies without ending its job (killed, out of memory) is marked failed at once; at
-start, and every few seconds after, it reconciles the running jobs nobody looks after
-and the hung workers on this host (``jobs.reconcile``, a mixin of ``Supervisor``).
-
-Under faults, a job must never stay ``running`` forever: each step of a pass is guarded
-on its own (a locked database fails one step, logged, and the next poll tries again); a
-worker is forgotten only once its end is recorded. A cancel asks the worker to stop (it
-polls), then sends it SIGTERM after ``cancel_grace`` (it records the job as cancelled),
-and SIGKILLs it only if it is still there ``kill_grace`` later.
+Crash safety: each poll reaps this supervisor's workers, so one that dies without ending
+its job (killed, out of memory) is marked failed at once; at start and every few seconds it
+reconciles running jobs nobody looks after and hung workers here (``jobs.reconcile``).
+A job never stays ``running`` forever: each step of a pass is guarded on its own (a locked
+database fails one step, logged, and the next poll retries); a worker is forgotten only
+once its end is recorded. A cancel asks the worker to stop (it polls), sends SIGTERM after
+``cancel_grace`` (it records the job as cancelled), and SIGKILL ``kill_grace`` later.
 """
 
 from __future__ import annotations
