@@ -41,7 +41,7 @@ hidden x 4 bytes of CPU RAM (SST-2 on MiniLM: ~2.6 GB).
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager, suppress
+from contextlib import ExitStack, contextmanager, nullcontext, suppress
 from typing import Any
 
 import torch
@@ -201,12 +201,12 @@ class LowerLayerCache:
                 for start in range(0, len(order), batch_size):
                     rows = order[start : start + batch_size]
                     batch = {k: v.to(device) for k, v in enc.batch(rows).items() if k != "labels"}
-                    if start == 0:
-                        with _finding_feeder(model, layers_name, layers[0]) as feeder, suppress(_ReachedCut):
-                            model(**batch)
-                    else:
-                        with suppress(_ReachedCut):
-                            model(**batch)
+                    # the first batch also finds the module feeding layer 0
+                    finding = (
+                        _finding_feeder(model, layers_name, layers[0]) if start == 0 else nullcontext(feeder)
+                    )
+                    with finding as feeder, suppress(_ReachedCut):
+                        model(**batch)
                     if not seen:
                         raise RuntimeError(f"the model's forward never reached layer {cut}")
                     mask = batch["attention_mask"].bool()
