@@ -176,6 +176,9 @@ class MethodSpec:
     # whose good range moves with a setting gives ``lr_candidates_for`` instead.
     lr_candidates: tuple[float, ...] = ()
     lr_candidates_for: Callable[[Any], tuple[float, ...]] | None = None
+    # Weights that learn at a multiple of the run's rate, by a part of their name ({} : none):
+    # e.g. an MLP that produces the trained vectors, beside a new head that needs the full rate.
+    lr_scales: Callable[[Any], dict[str, float]] | None = None
     # Which runner trains it (``backend.run.RUNNERS``): "loop" trains through the model's
     # forward pass; "cached_features" trains heads on cached features of a frozen encoder.
     runner: str = "loop"
@@ -218,6 +221,10 @@ class MethodSpec:
         if self.lr_candidates_for is not None:
             return self.lr_candidates_for(config)
         return self.lr_candidates or (self.default_lr,)
+
+    def learning_rate_scales(self, config: Any) -> dict[str, float]:
+        """Multipliers of the run's learning rate by weight-name part, given the method's Config."""
+        return self.lr_scales(config) if self.lr_scales is not None else {}
 
     def make_config(self, values: dict[str, Any] | None = None) -> Any:
         """Build this method's config from a dict, rejecting unknown keys by name."""

@@ -70,8 +70,9 @@ def _sweep(directory: Path, keep: set[str]) -> None:
 # ------------------------------------------------------------------ what a checkpoint holds
 
 
-def _trainable(fitter: Fitter) -> dict[str, torch.Tensor]:
-    return {n: p.detach().cpu().contiguous() for n, p in fitter.model.named_parameters() if p.requires_grad}
+def trainable_state(model: Any) -> dict[str, torch.Tensor]:
+    """A copy of the trainable weights, on the CPU (the best epoch's, and what a checkpoint saves)."""
+    return {n: p.detach().cpu().clone().contiguous() for n, p in model.named_parameters() if p.requires_grad}
 
 
 def _rng_tensors() -> dict[str, torch.Tensor]:
@@ -116,7 +117,7 @@ def _state(fitter: Fitter, epoch: int) -> dict[str, Any]:
 
 def _write_files(folder: Path, fitter: Fitter, epoch: int) -> None:
     written = [folder / "trainable.safetensors", folder / "optimizer.pt"]
-    save_file(_trainable(fitter), str(written[0]))
+    save_file(trainable_state(fitter.model), str(written[0]))
     states = {"optimizer": fitter.optimizer.state_dict(), "scheduler": fitter.scheduler.state_dict()}
     if fitter.scaler is not None:  # fp16 loss scaling: its scale is part of the optimizer's state
         states["scaler"] = fitter.scaler.state_dict()

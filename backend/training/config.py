@@ -177,6 +177,11 @@ class TrainConfig:
         return float(self.lr) if self.lr is not None else registry.get(self.method).default_lr
 
     @property
+    def lr_scales(self) -> dict[str, float]:
+        """Learning-rate multipliers by weight-name part that the method asks for (MethodSpec.lr_scales)."""
+        return registry.get(self.method).learning_rate_scales(self.method_settings())
+
+    @property
     def effective_epochs(self) -> int:
         """The epoch count to train for; "auto" must have been resolved (see backend.training.autotune)."""
         if self.epochs == AUTO:

@@ -24,8 +24,11 @@ from backend.training.autotune import (
     RunLength,
     autotune_summary,
     better,
+    deferred_stop_note,
+    early_stop_note,
     epochs_without_improvement,
     learning_check,
+    min_steps_before_stop,
     patience_exhausted,
 )
 from backend.training.callbacks import Callback, EpochInfo, StepInfo, TrainingCancelled
@@ -36,10 +39,6 @@ from backend.training.runtime import adamw, autocast, cpu_setup, peak_gpu_mb, pi
 from backend.training.setup import build_model, checkpointing_on, count_run_parameters, resolve_auto
 from backend.training.throughput import Throughput, computed_params, throughput_summary
 from backend.training.top_layers import LowerLayerCache, cut_index
-
-
-def trainable_state(model: Any) -> dict[str, torch.Tensor]:
-    return {n: p.detach().cpu().clone() for n, p in model.named_parameters() if p.requires_grad}
 
 
 class Fitter:
@@ -62,8 +61,8 @@ class Fitter:
         self.precision = resolve_precision(cfg.precision, device, cfg.quant)
         # fp16 (CUDA without bf16) needs loss scaling; bf16 has fp32's range and does not.
         self.scaler = torch.amp.GradScaler("cuda") if self.precision == "fp16" else None
-        self.params = params = [p for p in model.parameters() if p.requires_grad]
-        self.optimizer = adamw(params, cfg.effective_lr, cfg.weight_decay)
+        self.params = [p for p in model.parameters() if p.requires_grad]
+        self.optimizer = adamw(model.named_parameters(), cfg.effective_lr, cfg.weight_decay, cfg.lr_scales)
         self.steps_per_epoch = math.ceil(train.num_batches(cfg.batch_size) / cfg.grad_accum)
         self.total_steps = self.steps_per_epoch * cfg.effective_epochs
         warmup = int(cfg.warmup_ratio * self.total_steps)
@@ -78,6 +77,7 @@ class Fitter:
         self.eval_seconds: list[float] = []  # each epoch's evaluation (the forecast calibrates on it)
         self.pad_to: int | None = None  # fixed-length padding, only to benchmark against it
         self.stopped_early: int | None = None  # the epoch early stopping ended the run after
+        self.min_stop_steps, self.stop_deferred = 0, False  # early stopping waits for this step
         self.resolved: dict[str, Any] = {}  # what "auto" chose; checkpoints keep it for resume
         self.tokens = Throughput()
         # rows -> model output; the top-layers option swaps in a forward over cached states
@@ -101,7 +101,8 @@ class Fitter:
             self.eval_seconds.append(time.perf_counter() - t0)
             is_best = better(metrics, self.best)
             if is_best:
-                self.best, self.best_state = {**metrics, "epoch": epoch}, trainable_state(self.model)
+                self.best = {**metrics, "epoch": epoch}
+                self.best_state = checkpoint.trainable_state(self.model)
             self.history.append({"epoch": epoch, "train_loss": train_loss, **metrics})
             self.cb.on_epoch(
                 EpochInfo(epoch, self.cfg.effective_epochs, self.step, metrics, train_loss, is_best)
@@ -117,18 +118,18 @@ class Fitter:
                 break
 
     def _patience_exhausted(self, epoch: int) -> bool:
-        """Early stopping: ``early_stopping_patience`` evaluations in a row without improvement."""
-        patience = self.cfg.early_stopping_patience
-        if epoch >= self.cfg.effective_epochs:
+        """Early stopping: ``early_stopping_patience`` evaluations in a row without improvement,
+        and not before ``min_stop_steps`` (see autotune.min_steps_before_stop)."""
+        patience, history = self.cfg.early_stopping_patience, self.history
+        if epoch >= self.cfg.effective_epochs or not patience_exhausted(history, patience, self.majority):
             return False
-        if not patience_exhausted(self.history, patience, self.majority):
+        if self.step < self.min_stop_steps:
+            if not self.stop_deferred:  # said once: every later epoch would say it again
+                self.stop_deferred = True
+                self.cb.on_log(deferred_stop_note(epoch, self.step, self.min_stop_steps))
             return False
-        stale = epochs_without_improvement(self.history)
         self.stopped_early = epoch
-        self.cb.on_log(
-            f"early stopping after epoch {epoch}: no improvement for {stale} epochs "
-            f"(patience {patience}); keeping epoch {self.best['epoch'] if self.best else '?'}"
-        )
+        self.cb.on_log(early_stop_note(epoch, epochs_without_improvement(history), patience, self.best))
         return True
 
     def _cache_lower_layers(self) -> None:
@@ -229,6 +230,7 @@ def run_loop(ctx: RunContext) -> RunOutcome:
     fitter = Fitter(model, cfg, train_enc, eval_enc, data.label_names, device, cb)
     fitter.top_cut = cut_index(ctx.info.num_layers, getattr(cfg.method_settings(), "top_layers", 0))
     fitter.resolved = {"lr": cfg.lr, "epochs": cfg.epochs, "lr_search": search}
+    fitter.min_stop_steps = min_steps_before_stop(search)  # a resumed run: its recorded search
     trainable, total = count_run_parameters(ctx, model)
     cb.on_start(
         {

@@ -65,6 +65,7 @@ class Candidate:
     accuracy: float | None = None
     steps: int = 0
     rounds: int = 0
+    evaluations: int = 0  # held-out passes that scored it (what the search's cost counts)
     diverged: bool = False
     inconclusive: bool = False  # won because no candidate moved, not on its score
     # the default, kept on a tie with the best: [that rate, mean per-row loss gap, its standard
@@ -217,10 +218,18 @@ def _advance(cand: Candidate, trial: Trial, steps: int, round_no: int, cb: Callb
         if trial.advance(steps, cb.should_cancel):
             scored = trial.score()
             cand.eval_loss, cand.accuracy, cand.rows = scored.loss, scored.accuracy, scored.rows
+            cand.evaluations += 1
         else:
             cand.diverged, cand.eval_loss = True, math.inf
     cand.steps += steps
     cand.rounds = round_no
+
+
+def spent(candidates: list[Candidate], schedule: Schedule, costs: Costs) -> float:
+    """What the search cost, in the unit of ``costs``: every step it trained (extensions
+    included) and every held-out pass, the one that scored the starting weights too."""
+    passes = 1 + sum(c.evaluations for c in candidates)
+    return costs.step * sum(c.steps for c in candidates) + costs.eval_row * schedule.holdout_rows * passes
 
 
 def holdout_split(labels: list[int], rows: int, seed: int) -> tuple[list[int], list[int]]:
@@ -231,9 +240,10 @@ def holdout_split(labels: list[int], rows: int, seed: int) -> tuple[list[int], l
 
 
 def result_dict(
-    candidates: list[Candidate], schedule: Schedule, seconds: float, train_rows: int
+    candidates: list[Candidate], schedule: Schedule, seconds: float, train_rows: int, cost_steps: float = 0.0
 ) -> dict[str, Any]:
-    """What the job row, the log, training_config.json and the model card record."""
+    """What the job row, the log, training_config.json and the model card record
+    (``cost_steps``: the search's cost in the run's training steps, where it is counted so)."""
     winner = candidates[0]
     return {
         "chosen": winner.lr,
@@ -247,6 +257,7 @@ def result_dict(
         "holdout_rows": schedule.holdout_rows,
         "train_rows": train_rows,
         "budget": schedule.budget,
+        "cost_steps": round(cost_steps, 2),
         "seconds": round(seconds, 3),
     }
 

@@ -33,6 +33,7 @@ from backend.training.lr_search import (
     plan_schedule,
     result_dict,
     search_batch_size,
+    spent,
     successive_halving,
 )
 from backend.training.lr_search_noise import Score, score_probs
@@ -77,6 +78,7 @@ class ModelSearch:
     seed: int
     precision: str = "fp32"
     group_by_length: bool = True
+    lr_scales: dict[str, float] = field(default_factory=dict)  # the method's (MethodSpec.lr_scales)
     params: dict[str, torch.nn.Parameter] = field(init=False)
     initial: dict[str, torch.Tensor] = field(init=False)
     _order: list[list[int]] = field(init=False, default_factory=list)
@@ -118,7 +120,7 @@ class ModelSearch:
     def advance(self, trial: ModelTrial, steps: int, cancelled: Callable[[], bool]) -> bool:
         self._load(trial.weights)
         params = list(self.params.values())
-        opt = adamw(params, trial.lr, self.weight_decay)
+        opt = adamw(self.params.items(), trial.lr, self.weight_decay, self.lr_scales)
         if trial.optimizer_state is not None:
             opt.load_state_dict(trial.optimizer_state)
         self.model.train()
@@ -128,7 +130,7 @@ class ModelSearch:
                 raise TrainingCancelled("cancelled during the learning-rate search")
             batch = self.train.batch(self._batch_indices(trial.done))
             for group in opt.param_groups:
-                group["lr"] = trial.lr * min(1.0, (trial.done + 1) / self.warmup_steps)
+                group["lr"] = trial.lr * group["lr_scale"] * min(1.0, (trial.done + 1) / self.warmup_steps)
             with autocast(self.device, self.precision):
                 loss = self.model(**{k: v.to(self.device) for k, v in batch.items()}).loss
             trial.done += 1
@@ -186,6 +188,7 @@ def search_model_lr(
     precision: str = "fp32",
     group_by_length: bool = True,
     prior: float | None = None,
+    lr_scales: dict[str, float] | None = None,
 ) -> dict[str, Any]:
     """Pick a learning rate for ``model`` from ``lrs`` using ``train`` only; the model's
     trainable weights are back at their initial values afterwards. ``prior``: the method's
@@ -197,7 +200,7 @@ def search_model_lr(
         model, train.subset(fit_idx), train.subset(held_idx), label_names, device,
         search_batch_size(batch_size), weight_decay, max_grad_norm, 1, seed,
         "fp32" if precision == "fp16" else precision,  # fp16 needs loss scaling: not worth it here
-        group_by_length,
+        group_by_length, lr_scales or {},
     )  # fmt: skip
     try:
         costs = planned_costs(search, batch_size, planned_samples)
@@ -215,4 +218,5 @@ def search_model_lr(
         candidates = successive_halving(lrs, search.trial, schedule, cb, prior)
     finally:
         search.restore_initial()
-    return result_dict(candidates, schedule, time.perf_counter() - started, len(fit_idx))
+    seconds = time.perf_counter() - started
+    return result_dict(candidates, schedule, seconds, len(fit_idx), spent(candidates, schedule, costs))

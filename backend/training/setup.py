@@ -110,6 +110,7 @@ def resolve_auto(
             precision=resolve_precision(cfg.precision, device, cfg.quant),
             group_by_length=cfg.group_by_length,
             prior=registry.get(cfg.method).default_lr,
+            lr_scales=cfg.lr_scales,
         )
         cb.on_log(describe_search(search))
         seed_everything(cfg.seed)  # the run's own randomness does not depend on the search

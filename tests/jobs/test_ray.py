@@ -30,6 +30,7 @@ from tests.jobs.conftest import (
 from tests.ray_cluster import RayCluster, running_cluster, why_unavailable
 
 pytestmark = pytest.mark.ray
+ENDED_BY_CANCEL = ("STOPPED", "SUCCEEDED")
 
 
 @pytest.fixture(scope="module")
@@ -94,14 +95,26 @@ def test_jobs_run_as_ray_jobs_and_write_their_metrics(
     assert any("Running entrypoint for job" in line for line in detail["log"]), "Ray's log tail is shown"
 
 
-def test_cancel_stops_the_ray_job(
+def test_cancel_ends_the_ray_job(
     ray_settings: Settings, cluster: RayCluster, start_supervisor: Any, data_dir: Path
 ) -> None:
     bench, job_id = started_long_job(ray_settings, start_supervisor, data_dir)
     bench.cancel(job_id)
     assert wait_status(bench, job_id, timeout=60)["status"] == "cancelled"
     ref = ray_id(ray_settings, job_id)
-    wait_for(lambda: ray_jobs(cluster).get(ref) == "STOPPED", 30, "Ray to report the job stopped")
+    # Two ends are right, and which one comes is a race: the supervisor's stop_job reaches the
+    # job first (STOPPED), or the worker's heartbeat saw the cancel request, recorded it and
+    # exited on its own (SUCCEEDED: the process ended cleanly). Running on, or FAILED, is wrong.
+    seen: list[str | None] = []
+
+    def ended() -> bool:
+        seen.append(ray_jobs(cluster).get(ref))
+        return seen[-1] in ENDED_BY_CANCEL
+
+    try:
+        wait_for(ended, 30, "the Ray job to end")
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}; Ray's last word on it: {seen[-1]}") from None
 
 
 def test_a_killed_node_fails_its_job_and_the_queue_moves_on(

@@ -270,3 +270,25 @@ def run_model_card_snippet(run_dir: Path) -> list[list[float]]:
     assert proc.returncode == 0, proc.stderr[-3000:]
     line = next(ln for ln in proc.stdout.splitlines() if ln.startswith("PROBS "))
     return json.loads(line[len("PROBS ") :])
+
+
+def test_the_prefix_mlp_learns_at_a_fraction_of_the_heads_rate(tiny_csv: Path) -> None:
+    """Reparameterized prefixes: the MLP and its input embeddings at 1/30 of the run's rate, the
+    new head at the full rate (backend/methods/prefix.py says why); direct prefixes: one rate."""
+    for reparameterize, mlp_scale in ((True, 1 / 30), (False, 1.0)):
+        cfg = config(tiny_csv, "prefix", lr=3e-2, method_config={"reparameterize": reparameterize})
+        data = load_data(cfg)
+        info = model_info(cfg.model)
+        model = build_model(cfg, info, data.label_names, load_tokenizer(info).pad_token_id)
+        fitter = Fitter(model, cfg, Encoded(load_tokenizer(info), data.train, 32),
+                        Encoded(load_tokenizer(info), data.eval, 32), data.label_names, pick_device("auto"),
+                        Callback())  # fmt: skip
+        names = {id(p): n for n, p in model.named_parameters()}
+        # the rate each group warms up to (the scheduler has set "lr" to its first step's)
+        rate = {names[id(p)]: g["initial_lr"] for g in fitter.optimizer.param_groups for p in g["params"]}
+        assert set(rate) == {n for n, p in model.named_parameters() if p.requires_grad}
+        head = {n: lr for n, lr in rate.items() if "classifier" in n}
+        mlp = {n: lr for n, lr in rate.items() if "prompt_encoder" in n}
+        assert head and set(head.values()) == {3e-2}
+        assert len(mlp) == (5 if reparameterize else 1), mlp  # embedding (+ two linear layers)
+        assert all(lr == pytest.approx(3e-2 * mlp_scale) for lr in mlp.values()), mlp

@@ -13,18 +13,22 @@ import pytest
 
 from backend.errors import ConfigError
 from backend.run import run_training
+from backend.training import loop
 from backend.training.autotune import (
     MAX_EPOCHS,
     MIN_STEPS,
     SEARCH_BASIS_STEPS,
+    SEARCH_CEILING,
     EpochPlan,
     auto_epochs,
     describe_plan,
     describe_search,
     epochs_without_improvement,
+    min_steps_before_stop,
     patience_exhausted,
     plan_epochs,
     search_basis_samples,
+    steps_per_epoch,
 )
 from backend.training.callbacks import Callback
 from backend.training.config import TrainConfig, validate
@@ -38,6 +42,7 @@ from backend.training.lr_search import (
     plan_schedule,
     result_dict,
     sample_costs,
+    spent,
     successive_halving,
 )
 from backend.training.lr_search_noise import Score
@@ -98,6 +103,7 @@ def test_search_is_recorded_everywhere(auto_run: dict) -> None:
     how = "chosen by search" if winner == best else "the method's default, kept by the search"
     assert f"learning rate {search['chosen']:g} {how}" in card
     assert auto_run["lr_search_seconds"] > 0 and auto_run["lr_search_share"] > 0
+    assert search["cost_steps"] >= search["budget"] * 0.5, search  # what it spent, in run steps
 
 
 def test_search_never_reads_the_evaluation_set(
@@ -129,7 +135,7 @@ def test_typed_lr_and_epochs_override_auto(sentiment: dict[str, Path], tmp_path:
 FROZEN = {"method": "ia3", "lr": 1e-9, "batch_size": 32, "max_length": 16}  # weights never move
 
 
-def test_early_stopping_stops_and_keeps_the_best_epoch(sentiment: dict[str, Path], tmp_path: Path) -> None:
+def frozen_stop_case(sentiment: dict[str, Path], tmp_path: Path) -> TrainConfig:
     """A learning rate too small to change anything: every epoch after the first is no better.
 
     Patience only counts once a run beats the majority class, so the eval set is labelled with
@@ -145,16 +151,52 @@ def test_early_stopping_stops_and_keeps_the_best_epoch(sentiment: dict[str, Path
     rare = predicted["predicted"].value_counts().reindex(["neg", "pos"], fill_value=0).idxmin()
     train = [(t, lab) for t, lab in sentiment_rows(160, seed=1) if lab == rare]
     train += [(t, lab) for t, lab in sentiment_rows(100, seed=3) if lab != rare]
-    cfg = TrainConfig(
+    return TrainConfig(
         data=str(write_csv(tmp_path / "train.csv", train)), eval_data=str(evals), epochs=8,
         early_stopping_patience=2, **FROZEN,
     )  # fmt: skip
-    summary = run_training(cfg, tmp_path / "stop")
+
+
+def test_early_stopping_stops_and_keeps_the_best_epoch(sentiment: dict[str, Path], tmp_path: Path) -> None:
+    summary = run_training(frozen_stop_case(sentiment, tmp_path), tmp_path / "stop")
     assert summary["accuracy"] == 1.0 and summary["majority_baseline"]["accuracy"] < 1.0
     assert summary["epochs"] == 8 and summary["epochs_run"] == 3 and summary["stopped_early"] == 3
     metrics = json.loads((Path(summary["artifact_dir"]) / "metrics.json").read_text())
     assert [h["epoch"] for h in metrics["history"]] == [1, 2, 3]
     assert summary["best_epoch"] == 1
+
+
+class Lines(Callback):
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def on_log(self, message: str) -> None:
+        self.lines.append(message)
+
+
+def test_early_stopping_waits_until_the_search_is_a_small_share_of_the_run(
+    sentiment: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The case above stops after epoch 3. After a search that cost the time of ``c`` run steps it
+    may not stop before step c / SEARCH_CEILING: here a floor one step into epoch 5 (what the
+    search spent is stubbed to put it there; its arithmetic is tested below), so it stops after 5."""
+    cfg = frozen_stop_case(sentiment, tmp_path)
+    per_epoch = steps_per_epoch(len(pd.read_csv(cfg.data)), cfg.batch_size)
+    monkeypatch.setattr(loop, "min_steps_before_stop", lambda search: 4 * per_epoch + 1)
+    log = Lines()
+    summary = run_training(cfg, tmp_path / "deferred", log)
+    assert summary["train_rows"] == len(pd.read_csv(cfg.data))  # the floor's arithmetic holds
+    assert summary["epochs_run"] == 5 and summary["stopped_early"] == 5, summary
+    assert summary["total_steps"] == 5 * per_epoch and summary["best_epoch"] == 1
+    waits = [line for line in log.lines if "early stopping waits until step" in line]
+    assert len(waits) == 1 and waits[0].startswith("epoch 3:"), log.lines
+
+
+def test_the_floor_is_what_the_search_spent_over_the_ceiling() -> None:
+    assert min_steps_before_stop({"cost_steps": 30.0}) == math.ceil(30 / SEARCH_CEILING) == 200
+    assert min_steps_before_stop({"cost_steps": 30.1}) == 201
+    # no search (a typed rate), or one recorded before its cost was (a resumed older run)
+    assert min_steps_before_stop(None) == 0 and min_steps_before_stop({"chosen": 1e-3}) == 0
 
 
 def test_a_run_still_at_the_majority_class_is_not_stopped_early(tmp_path: Path) -> None:
@@ -275,6 +317,13 @@ def test_successive_halving_keeps_the_better_half_and_never_picks_a_diverged_rat
     by_lr = {c.lr: c for c in rest}
     assert by_lr[1e-1].diverged and by_lr[1e-1].rounds == 1
     assert by_lr[1e-4].rounds == 1 and by_lr[1e-3].rounds == 2
+    # The cost: 6 + 6 + 2 + 2 steps (the diverged one's counted), and 1 + 2 + 2 + 1 + 0 held-out
+    # passes (the starting weights' included; a diverged candidate is not scored).
+    assert [winner.evaluations, by_lr[1e-3].evaluations, by_lr[1e-4].evaluations] == [2, 2, 1]
+    assert by_lr[1e-1].evaluations == 0
+    assert spent(result, schedule, Costs(step=0.5, eval_row=0.01, budget=0)) == pytest.approx(
+        16 * 0.5 + 6 * 32 * 0.01
+    )
 
 
 class SlowStart(FixedTrial):

@@ -175,7 +175,7 @@ def test_training_steps_with_fused_adamw_unless_benchmarking_the_plain_loop(
 
     def two_steps() -> tuple[torch.optim.AdamW, list[torch.Tensor]]:
         params = [torch.nn.Parameter(t.clone()) for t in start]
-        opt = adamw(params, 1e-2, 0.01)
+        opt = adamw([(str(i), p) for i, p in enumerate(params)], 1e-2, 0.01, {})
         for _ in range(2):
             for p, g in zip(params, grads, strict=True):
                 p.grad = g.clone()
