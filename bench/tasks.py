@@ -158,6 +158,8 @@ def plan(args: argparse.Namespace) -> list[tuple[str, str, str, int]]:
     datasets = args.datasets.split(",") if args.datasets else list(DATASETS)
     seeds = [int(s) for s in args.seeds.split(",")]
     configs = args.configs.split(",") if args.configs else list(CONFIGS)
+    if args.cells:  # dataset:method:seed, each with the first config
+        return [(d, m, configs[0], int(s)) for d, m, s in (c.split(":") for c in args.cells.split(","))]
     todo = [(d, m, c, seeds[0]) for c in configs for d in datasets for m in methods]
     if not args.configs:
         todo += [(d, m, v, seeds[0]) for d in datasets for v, (m, _) in VARIANTS.items() if m in methods]
@@ -310,6 +312,11 @@ def main() -> int:
     p.add_argument("--only", help="comma-separated method keys")
     p.add_argument("--datasets", help="comma-separated dataset folders")
     p.add_argument("--configs", help="comma-separated: auto, old (default both, then the setting variants)")
+    p.add_argument(
+        "--cells",
+        help="comma-separated dataset:method:seed, only these (with the first of --configs); e.g. the "
+        "runs a change can have altered",
+    )
     p.add_argument(
         "--redo",
         action="store_true",
