@@ -104,6 +104,8 @@ def test_search_is_recorded_everywhere(auto_run: dict) -> None:
     assert f"learning rate {search['chosen']:g} {how}" in card
     assert auto_run["lr_search_seconds"] > 0 and auto_run["lr_search_share"] > 0
     assert search["cost_steps"] >= search["budget"] * 0.5, search  # what it spent, in run steps
+    floor = min_steps_before_stop(search)
+    assert f"so early stopping waits until step {floor})" in card and floor > search["cost_steps"]
 
 
 def test_search_never_reads_the_evaluation_set(
