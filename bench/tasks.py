@@ -137,6 +137,9 @@ def run_one(dataset: str, method: str, config: str, seed: int, train: Path, out:
         "seed": seed,
         **{k: s.get(k) for k in keep},
         "lr_search_share": s.get("lr_search_share"),
+        # what the search cost in run steps (from 3b663cf; early stopping waits for cost / 15%)
+        "lr_search_cost_steps": (s.get("lr_search") or {}).get("cost_steps"),
+        "total_steps": s.get("total_steps"),
         # what the search saw: a later change to it can be judged against these
         "lr_candidates": [
             {k: c[k] for k in ("lr", "eval_loss", "rounds", "diverged", "tie_with") if k in c}
