@@ -2,7 +2,7 @@
 stored check rows, and compare with what the training process predicted.
 
 Usage: ``python -m backend.artifacts.reload_check RUN_DIR`` -> one JSON line; exit 0 when the
-predicted labels are identical and probabilities agree to 1e-5.
+predicted labels are identical and probabilities agree to 1e-5 (1e-4 on a 4/8-bit base).
 """
 
 from __future__ import annotations
@@ -16,6 +16,10 @@ from typing import Any
 import numpy as np
 
 TOLERANCE = 1e-5
+# On a 4/8-bit base bitsandbytes' CPU matmul casts activations to fp16, and a fresh process can
+# round differently from the trainer: 8-bit prefix tuning on the test set differed by 1.1e-5 in 3
+# of 5 fresh processes and by 0 in the others (at b0c8552). The labels must still be identical.
+QUANTIZED_TOLERANCE = 1e-4
 
 
 def check_in_this_process(artifact_dir: Path) -> dict[str, Any]:
@@ -26,11 +30,15 @@ def check_in_this_process(artifact_dir: Path) -> dict[str, Any]:
     want = np.asarray(stored["probs"])
     diff = float(np.abs(probs - want).max()) if len(want) else 0.0
     same = bool((probs.argmax(-1) == want.argmax(-1)).all())
+    config = artifact_dir / "training_config.json"
+    quant = json.loads(config.read_text()).get("quant", "none") if config.exists() else "none"
+    tolerance = TOLERANCE if quant in ("none", None) else QUANTIZED_TOLERANCE
     return {
         "rows": len(want),
         "labels_identical": same,
         "max_abs_prob_diff": diff,
-        "ok": same and diff <= TOLERANCE,
+        "tolerance": tolerance,
+        "ok": same and diff <= tolerance,
     }
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from backend.artifacts.reload_check import run_fresh_process
+from backend.artifacts.reload_check import QUANTIZED_TOLERANCE, run_fresh_process
 from backend.errors import ConfigError
 from backend.run import run_training
 from backend.training.config import TrainConfig, validate
@@ -43,7 +43,8 @@ def test_every_frozen_base_method_trains_on_a_quantized_base(
     first, last = first_vs_last_epoch(rec)
     assert last < first, f"{method} on {quant}: loss {first:.4f} -> {last:.4f}"
     assert summary["quant"] == quant
-    assert run_fresh_process(summary["artifact_dir"])["ok"]
+    checked = run_fresh_process(summary["artifact_dir"])
+    assert checked["ok"] and checked["tolerance"] == QUANTIZED_TOLERANCE, checked
 
 
 def test_full_finetuning_refuses_a_quantized_base(tiny_csv: Path) -> None:
