@@ -192,12 +192,16 @@ def describe_search(result: dict[str, Any] | None) -> str:
         how = f"the method's default, kept by the search (as good as {tie[0]:g} within the noise)"
     if result.get("inconclusive"):
         how = "taken as the method's default (or nearest candidate): the search moved no held-out loss"
-    floor = min_steps_before_stop(result)
-    wait = f"; it cost the time of {result.get('cost_steps', 0):g} run steps, so early stopping waits until "
+    cost = ""
+    if floor := min_steps_before_stop(result):
+        cost = (
+            f"; it cost the time of {result['cost_steps']:g} run steps, so early stopping waits "
+            f"until step {floor}"
+        )
     return (
         f"learning rate {result['chosen']:g} {how} (held-out loss per candidate: {scores}; "
         f"{result['seconds']:.1f}s on {result['train_rows']} training rows, judged on "
-        f"{result['holdout_rows']} held-out training rows{f'{wait}step {floor}' if floor else ''})"
+        f"{result['holdout_rows']} held-out training rows{cost})"
     )
 
 
