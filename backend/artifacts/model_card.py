@@ -94,6 +94,10 @@ def autotune_lines(summary: dict[str, Any]) -> str:
     search = summary.get("lr_search")
     if search:
         lines.append(f"- Learning rate auto: {describe_search(search)}")
+    if summary.get("layer_choice"):  # a probe's layer "auto"
+        from backend.probing.layer_choice import describe_layer_choice  # imports torch: only here
+
+        lines.append(f"- {describe_layer_choice(summary['layer_choice'])}")
     baseline = summary.get("majority_baseline")
     if baseline:
         lines.append(f"- Majority-class reference on the evaluation set: accuracy {baseline['accuracy']:.4f}")

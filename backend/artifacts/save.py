@@ -101,7 +101,11 @@ def write_common(
         json.dumps({"id2label": data.id2label, "label2id": data.label2id}, indent=2)
     )
     # The numbers the run trained with, and what "auto" asked for and chose (candidates, scores).
-    record = {**cfg.to_dict(), "requested": summary.get("requested"), "lr_search": summary.get("lr_search")}
+    record = {
+        **cfg.to_dict(),
+        **{k: summary.get(k) for k in ("requested", "lr_search")},
+        **({"layer_choice": summary["layer_choice"]} if summary.get("layer_choice") else {}),  # probes
+    }
     (out_dir / "training_config.json").write_text(json.dumps(record, indent=2))
     manifest = {
         "format_version": FORMAT_VERSION,

@@ -13,17 +13,22 @@ from torch import nn
 
 from backend.errors import ConfigError
 from backend.methods.base import BuildContext, freeze
+from backend.methods.probe import AUTO_LAYER
 
 if TYPE_CHECKING:
     from backend.methods.probe import Config
 
 
 def resolve_layer(layer: int, num_layers: int) -> int:
-    """-1 means the last layer; 0 is the embeddings."""
+    """-1 means the last layer; 0 is the embeddings. "auto" (-2) is resolved by the probe
+    runner on held-out training rows, before this."""
     if layer == -1:
         return num_layers
     if not 0 <= layer <= num_layers:
-        raise ConfigError(f"Layer must be -1 or between 0 and {num_layers} for this model, got {layer}")
+        raise ConfigError(
+            f"Layer must be -2 (auto), -1 (the last) or between 0 and {num_layers} for this model, "
+            f"got {layer}"
+        )
     return layer
 
 
@@ -66,7 +71,8 @@ class ProbeModel(nn.Module):
         super().__init__()
         freeze(classifier)
         self.encoder = classifier.base_model
-        self.layer = resolve_layer(cfg.layer, ctx.info.num_layers)
+        # which layer does not change what is counted; "auto" counts as the last
+        self.layer = resolve_layer(-1 if cfg.layer == AUTO_LAYER else cfg.layer, ctx.info.num_layers)
         self.pooling, self.last_token = cfg.pooling, ctx.info.is_decoder
         self.head = ProbeHead(ctx.info.hidden_size, len(ctx.label_names), cfg.head, cfg.hidden_size)
 

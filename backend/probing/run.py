@@ -15,10 +15,11 @@ import torch
 
 from backend.data.batching import Encoded
 from backend.data.prepare import Split
-from backend.methods.probe import Config
+from backend.methods.probe import AUTO_LAYER, Config
 from backend.methods.probe_head import ProbeHead, resolve_layer
 from backend.probing.features import cache_key, cached_features, compute_features, load_encoder
 from backend.probing.heads import search_head_lr, train_head
+from backend.probing.layer_choice import choose_layer, describe_layer_choice
 from backend.training.autotune import (
     EpochPlan,
     RunLength,
@@ -129,21 +130,29 @@ def run_probe(ctx: RunContext) -> RunOutcome:
     cfg, data = ctx.cfg, ctx.data
     pcfg: Config = cfg.method_settings()
     feats = layer_features(ctx, pcfg)
-    layers = (
-        list(range(feats.train.shape[0]))
-        if pcfg.sweep_layers
-        else [resolve_layer(pcfg.layer, ctx.info.num_layers)]
-    )
     n_train, n_eval = len(data.train), len(data.eval)
+    plan, requested = plan_epochs(cfg, n_train), {"lr": cfg.lr, "epochs": cfg.epochs}
+    choice = None
+    if pcfg.sweep_layers:
+        layers = list(range(feats.train.shape[0]))
+    elif pcfg.layer == AUTO_LAYER:
+        y = torch.tensor(data.train.labels)
+        choice = choose_layer(feats.train, y, pcfg, cfg, data.label_names, plan.epochs, ctx.cb)
+        ctx.cb.on_log(describe_layer_choice(choice))
+        layers = [choice["chosen"]]
+    else:
+        layers = [resolve_layer(pcfg.layer, ctx.info.num_layers)]
     ctx.cb.on_start(
         {"trainable_params": None, "total_steps": None, "device": feats.device,
          "train_rows": n_train, "eval_rows": n_eval, "layers": layers}
     )  # fmt: skip
     t0 = time.perf_counter()
-    plan, requested = plan_epochs(cfg, n_train), {"lr": cfg.lr, "epochs": cfg.epochs}
     results, search_seconds = train_layers(ctx, pcfg, feats, layers, plan)
+    search_seconds += choice["seconds"] if choice else 0.0  # the choice is part of what "auto" costs
     head_seconds = time.perf_counter() - t0
     top = max(results, key=lambda r: (r.best["accuracy"], -r.best["eval_loss"]))
+    if choice:  # the run's settings name the layer it trained; the choice is recorded beside them
+        top.cfg = replace(top.cfg, method_config={**top.cfg.method_config, "layer": top.layer})
     train_seconds = time.perf_counter() - ctx.started
     total = count_parameters(ctx.info.path, cfg.method, cfg.method_config, tuple(data.label_names)).total
     history = top.history
@@ -165,6 +174,7 @@ def run_probe(ctx: RunContext) -> RunOutcome:
         "features_cached": feats.cached,
         "feature_cache_keys": feats.keys,
         "layer_accuracy": _layer_table(results) if pcfg.sweep_layers else None,
+        "layer_choice": choice,
         **autotune_summary(top.cfg, requested, plan, top.search, search_seconds, train_seconds, length),
         **learning_check(top.best["accuracy"], data, top.cfg, plan, top.search is not None),
     }

@@ -177,6 +177,8 @@ def test_knobs_change_counts_exactly(method: str, knobs: dict[str, Any], expecte
         ("prompt", {"init": "random"}, "len=20 init=random"),
         ("adapter", {}, "size=64"),
         ("probe", {"layer": 3}, "layer=3"),
+        ("probe", {}, "layer auto"),  # the default: chosen on held-out training rows
+        ("probe", {"head": "mlp"}, "layer auto head=mlp"),
         ("probe", {"layer": 3, "sweep_layers": True}, "all layers"),
         ("full", {}, ""),
     ],

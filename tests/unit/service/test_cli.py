@@ -156,13 +156,15 @@ def test_flags_come_from_the_method_specs_and_the_settings_metadata() -> None:
     cfg = parse_train("--data", "d.csv", "--method", "prompt", "--prompt-length", "8", "--patience", "0")
     assert (cfg.method_config, cfg.early_stopping_patience) == ({"prompt_length": 8}, 0)
     assert parse_train("--data", "d.csv", "--method", "probe", "--layer", "2").method_config == {"layer": 2}
+    auto = parse_train("--data", "d.csv", "--method", "probe", "--layer", "auto")
+    assert auto.method_config == {"layer": -2}
 
 
 @pytest.mark.parametrize(
     ("args", "message"),
     [
         (["--method", "lora", "--layer", "3"], "--layer applies to probe, not lora"),
-        (["--method", "probe", "--layer", "top"], "--layer must be an integer or 'all', not 'top'"),
+        (["--method", "probe", "--layer", "top"], "--layer must be an integer or 'all' or 'auto', not 'top'"),
         (["--method", "ia3", "--prompt-length", "4"], "--prompt-length applies to prefix, prompt, ptuning"),
         (["--method", "lora", "--set", "rank"], "--set expects KEY=VALUE"),
     ],
