@@ -66,6 +66,7 @@ OLD_LR = {"ptuning": 1e-2}
 # Method settings whose default is decided here, each tried with the new defaults ("auto"):
 # config name -> (method, settings). The default setting itself is the "auto" row.
 VARIANTS = {
+    "probe last layer": ("probe", {"layer": -1}),  # the default before layer "auto"
     "prefix reparameterized": ("prefix", {"reparameterize": True}),
     "prompt init random": ("prompt", {"init": "random"}),
     "prompt init vocab": ("prompt", {"init": "vocab"}),
@@ -146,6 +147,13 @@ def run_one(dataset: str, method: str, config: str, seed: int, train: Path, out:
             for c in (s.get("lr_search") or {}).get("candidates", [])
         ],
         "history": [round(h["accuracy"], 4) for h in history],
+        # a probe's layer, and from layer "auto" what the held-out training rows chose
+        "layer": s.get("layer"),
+        "layer_choice": (
+            {k: s["layer_choice"][k] for k in ("chosen", "best", "kept_last", "layers", "seconds")}
+            if s.get("layer_choice")
+            else None
+        ),
         "majority": s["majority_baseline"]["accuracy"],
         "majority_macro_f1": s["majority_baseline"]["macro_f1"],
         "flag": bool(s.get("learning_flag")),
@@ -297,7 +305,8 @@ def floor_rows() -> list[str]:
     lines = []
     for i, new in enumerate(runs):
         key = (new["dataset"], new["method"], new["config"], new["seed"])
-        if new["config"] != "auto" or new.get("lr_search_cost_steps") is None:
+        # (probe heads have no floor: their search is counted in rows, not run steps)
+        if new["config"] != "auto" or new.get("lr_search_cost_steps") is None or new["method"] == "probe":
             continue
         before = [
             r for r in runs[:i]
@@ -334,6 +343,37 @@ def floor_rows() -> list[str]:
     ]
 
 
+def layer_rows(runs: Cells) -> list[str]:
+    """The probe's layer "auto" (held-out training rows choose) beside the last layer, per seed."""
+    lines = []
+    for (dataset, method, config, seed), r in runs.items():
+        if method != "probe" or config != "auto" or not r.get("layer_choice"):
+            continue
+        metric, choice = DATASETS[dataset][1], r["layer_choice"]
+        last = runs.get((dataset, "probe", "probe last layer", seed))
+        held = ", ".join(f"{x['holdout_loss']:.3f}" for x in choice["layers"])
+        chosen = f"{choice['chosen']}" + (f" (kept; best {choice['best']})" if choice["kept_last"] else "")
+        before = f"{last[metric]:.3f}" if last else "–"
+        seconds = f"{choice['seconds']:.1f}"
+        lines.append(f"| {dataset} | {seed} | {chosen} | {r[metric]:.3f} | {before} | {held} | {seconds} |")
+    if not lines:
+        return []
+    return [
+        "## The probe's layer auto",
+        "",
+        "Layer auto trains a head on every layer's cached features with 80% of the training rows and "
+        "judges it on the other 20% (never the evaluation set); the last layer is kept unless another "
+        "beats its held-out loss by more than 3 paired standard errors. *last layer* = the same seed "
+        "with `layer=-1`, the default before.",
+        "",
+        "| dataset | seed | layer chosen | score (auto) | score (last layer) "
+        "| held-out loss by layer (0 = embeddings) | choice seconds |",
+        "|---|---:|---|---:|---:|---|---:|",
+        *lines,
+        "",
+    ]
+
+
 def render(runs: Cells, rows: int) -> str:
     lines = [
         "# Do the defaults transfer? Every method on four datasets",
@@ -348,7 +388,7 @@ def render(runs: Cells, rows: int) -> str:
         majority = next(iter(cells.values()))["majority" if metric == "accuracy" else "majority_macro_f1"]
         lines += [f"## {dataset} ({split} split, {metric}; majority class {majority:.3f})", ""]
         lines += [*method_rows(cells, metric), *variant_rows(cells, metric), ""]
-    lines += [*verdicts(runs), "", *floor_rows()]
+    lines += [*verdicts(runs), "", *floor_rows(), *layer_rows(runs)]
     return "\n".join(lines) + "\n"
 
 
