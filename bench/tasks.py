@@ -329,11 +329,14 @@ def floor_rows() -> list[str]:
         "",
         "Early stopping may not end a run before it has trained the search's cost / 15% (the "
         "search's cost counted in the run's own steps). Each run below early-stopped before that "
-        "point without the floor; it was run again with it (same seed). With otherwise the same "
+        "point without the floor; it was run again with it (same seed; 8 cells at aa99cee, the 16 "
+        "others whose search was over 15% of the run at 5bfbd30). With otherwise the same "
         "code the two runs agree up to the old stop and a score can only rise; but the seed-0 "
         "rows before ran at 3cc3627, whose batches mixed lengths in mega-batches of 15 (4 since "
         "c21db16), so these pairs differ from the first step (RTE, at chance for every method, "
-        "moves both ways). Rows not listed here ran without the floor.",
+        "moves both ways); seeds 1 and 2 ran before at 3e80a89 or 3026624, with today's batching. "
+        "Run seconds are on a shared 2-core CPU. The runs not listed here spent at most 15% on "
+        "the search (the targets table checks every newest row).",
         "",
         "| dataset | method | seed | epochs run (before → now) | score | search share of run | "
         "run seconds | search cost / steps trained |",
