@@ -50,7 +50,9 @@ def shortcut_flags() -> list[ShortcutFlag]:
         fields = {f["name"]: f for f in fields_info(spec.config_cls)}
         for name in spec.cli_flags:
             known = found.get(name)
-            words = {**(known.words if known else {}), spec.key: spec.cli_words.get(name, {})}
+            # words for other settings ("all": sweep_layers), then for the setting's own values ("auto": -2)
+            own = {word: {name: value} for value, word in fields[name]["value_words"].items()}
+            words = {**(known.words if known else {}), spec.key: {**spec.cli_words.get(name, {}), **own}}
             methods = (*(known.methods if known else ()), spec.key)
             found[name] = ShortcutFlag(name, fields[name]["label"], fields[name]["type"], methods, words)
     return list(found.values())

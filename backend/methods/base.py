@@ -33,12 +33,15 @@ def knob(
     exclusive: tuple[str, ...] = (),
     short: str | None = None,
     flag: str | None = None,
+    value_words: dict[Any, str] | None = None,
 ) -> Any:
     """A dataclass field carrying what the UI and the CLI need to offer it and check it.
 
     ``min``/``max`` bound numbers (inclusive unless named in ``exclusive``); ``choices`` are
     the allowed values (``choice_labels``: how the UI shows them); ``short`` abbreviates
-    the setting in run names (``r=8``); ``flag`` is the CLI name when it is not the field's.
+    the setting in run names (``r=8``); ``flag`` is the CLI name when it is not the field's;
+    ``value_words`` names values that stand for a behaviour ({-2: "auto"}): run names read
+    "layer auto" and the CLI takes the word for the value.
     ``default`` may be ``dataclasses.MISSING`` for a setting every run must give.
     """
     meta = {
@@ -52,6 +55,7 @@ def knob(
         "exclusive": exclusive,
         "short": short,
         "flag": flag,
+        "value_words": dict(value_words or {}),
     }
     return field(default=default, metadata=meta)
 
@@ -130,6 +134,7 @@ def fields_info(cls: type) -> list[dict[str, Any]]:
                 "choice_labels": list(meta["choice_labels"]) if meta["choice_labels"] else None,
                 "exclusive": list(meta["exclusive"]),  # bounds the value may not equal
                 "flag": meta["flag"] or f.name,
+                "value_words": dict(meta.get("value_words") or {}),
             }
         )
     return out
@@ -239,15 +244,20 @@ class MethodSpec:
 
     def knob_text(self, config: Any) -> str:
         """Short text of a run's settings: the name knob plus every setting changed from its
-        default ("r=16 dropout=0.2"), each abbreviated as its field declares."""
+        default ("r=16 dropout=0.2"), each abbreviated as its field declares; a value with a
+        word reads as the word ("layer auto")."""
         special = self.name_text(config) if self.name_text is not None else None
         if special is not None:
             return special
         parts = []
-        for f in dataclasses.fields(config):
+        # the name knob leads: it is what tells the method's runs apart ("layer=3 head=mlp")
+        ordered = sorted(dataclasses.fields(config), key=lambda f: f.name != self.name_knob)
+        for f in ordered:
             value = getattr(config, f.name)
             if f.name == self.name_knob or value != f.default:
-                parts.append(f"{f.metadata.get('short') or f.name}={value}")
+                name = f.metadata.get("short") or f.name
+                word = (f.metadata.get("value_words") or {}).get(value)
+                parts.append(f"{name} {word}" if word else f"{name}={value}")
         return " ".join(parts)
 
 

@@ -6,7 +6,7 @@ every layer's pooled representation is computed once and heads train on those.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any
 
 from backend.methods.base import BuildContext, MethodConfig, MethodSpec, knob
@@ -44,6 +44,7 @@ class Config(MethodConfig):
         min=AUTO_LAYER,
         max=96,
         step=1,
+        value_words={AUTO_LAYER: "auto"},
     )
     sweep_layers: bool = knob(
         False,
@@ -60,13 +61,7 @@ def build(model: Any, cfg: Config, ctx: BuildContext) -> Any:
 
 def name_text(cfg: Config) -> str | None:
     """A layer sweep reads "all layers" in run names (and the probing tab sorts those first)."""
-    if cfg.sweep_layers:
-        return "all layers"
-    if cfg.layer != AUTO_LAYER:
-        return None  # "layer=3 head=mlp", as every method's knobs read
-    changed = [f"{f.name}={getattr(cfg, f.name)}" for f in fields(cfg) if f.name != "layer"
-               and getattr(cfg, f.name) != f.default]  # fmt: skip
-    return " ".join(["layer auto", *changed])
+    return "all layers" if cfg.sweep_layers else None  # else "layer auto head=mlp", from the knobs
 
 
 SPEC = MethodSpec(
@@ -86,6 +81,6 @@ SPEC = MethodSpec(
     name_knob="layer",
     name_text=name_text,
     cli_flags=("layer",),
-    # --layer all: one probe per layer; --layer auto: the layer chosen on held-out training rows
-    cli_words={"layer": {"all": {"sweep_layers": True}, "auto": {"layer": AUTO_LAYER}}},
+    # --layer all: one probe per layer (--layer auto comes from the knob's value words)
+    cli_words={"layer": {"all": {"sweep_layers": True}}},
 )
