@@ -24,6 +24,7 @@ from backend.training.autotune import (
     describe_plan,
     describe_search,
     epochs_without_improvement,
+    learning_verdict,
     min_steps_before_stop,
     patience_exhausted,
     plan_epochs,
@@ -240,6 +241,20 @@ def test_flag_for_a_run_that_cannot_learn(tmp_path: Path) -> None:
 
 
 # ---------------------------------------------------------------- the pieces, without a model
+
+
+def test_the_flag_names_only_the_causes_that_apply() -> None:
+    baseline = {"accuracy": 0.527}
+    long = EpochPlan(epochs=19, steps_per_epoch=32, auto=True)
+    assert learning_verdict(0.561, baseline, TrainConfig(data="x", method="lora"), long, True) is None
+    searched = learning_verdict(0.527, baseline, TrainConfig(data="x", method="lora"), long, True)
+    assert searched is not None and "52.7%" in searched
+    assert "learning rate" not in searched and "optimizer steps" not in searched
+    assert "full fine-tuning" in searched and "larger base model" in searched
+    typed = TrainConfig(data="x", method="lora", lr=1e-5, epochs=1)
+    short = EpochPlan(epochs=1, steps_per_epoch=4, auto=False)
+    named = learning_verdict(0.5, baseline, typed, short, False)
+    assert named is not None and "learning rate 1e-05" in named and "4 optimizer steps" in named
 
 
 def test_the_search_is_sized_from_the_first_steps_not_the_whole_plan() -> None:
