@@ -7,7 +7,7 @@ import dataclasses
 
 from backend.errors import ConfigError
 from backend.methods import adapter, full, ia3, lora, prefix, probe, prompt, ptuning
-from backend.methods.base import MethodSpec
+from backend.methods.base import MethodSpec, in_range
 
 _REGISTRY: dict[str, MethodSpec] = {}
 
@@ -25,6 +25,11 @@ def register(spec: MethodSpec) -> None:
     )
     if named - names:
         raise RuntimeError(f"method '{spec.key}' names settings its Config lacks: {sorted(named - names)}")
+    # a value a word stands for must be one validation accepts, or "--layer auto" would be refused
+    for f in dataclasses.fields(spec.config_cls):
+        for value, word in (f.metadata.get("value_words") or {}).items():
+            if not in_range(value, f.metadata):
+                raise RuntimeError(f"'{spec.key}': '{word}' stands for {value}, outside {f.name}'s range")
     if set(spec.cli_words) - set(spec.cli_flags):
         raise RuntimeError(f"method '{spec.key}' gives words to flags it does not offer: {spec.cli_words}")
     _REGISTRY[spec.key] = spec

@@ -4,6 +4,7 @@ its parameters exactly, and exports files that the standard libraries reload ide
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ from backend.artifacts.reload_check import run_fresh_process
 from backend.catalogue import load_classifier, load_tokenizer, model_info
 from backend.data.batching import Encoded
 from backend.methods import registry
-from backend.methods.base import BuildContext
+from backend.methods.base import BuildContext, MethodConfig, knob
 from backend.run import run_training
 from backend.training.callbacks import Callback, StepInfo
 from backend.training.config import TrainConfig, load_data
@@ -191,13 +192,20 @@ def test_a_spec_says_how_its_runs_are_named(method: str, knobs: dict[str, Any], 
 def test_specs_with_contradicting_facts_fail_at_registration() -> None:
     from dataclasses import replace
 
-    from backend.methods import full, lora
+    from backend.methods import full, lora, probe
 
     with pytest.raises(RuntimeError, match="quantized base"):
         registry.register(replace(full.SPEC, key="full2", quantizable=True))
     with pytest.raises(RuntimeError, match="nope"):
         registry.register(replace(lora.SPEC, key="lora2", cli_flags=("nope",)))
-    assert {"full2", "lora2"}.isdisjoint(registry.keys())
+
+    @dataclass
+    class Worded(MethodConfig):
+        layer: int = knob(0, "Layer", "A layer.", min=-1, max=6, value_words={-5: "auto"})
+
+    with pytest.raises(RuntimeError, match="'auto' stands for -5, outside layer's range"):
+        registry.register(replace(probe.SPEC, key="probe2", config_cls=Worded, cli_words={}))
+    assert {"full2", "lora2", "probe2"}.isdisjoint(registry.keys())
 
 
 def test_common_settings_are_range_checked_from_their_metadata() -> None:
