@@ -94,7 +94,16 @@ def done_runs() -> dict[tuple[str, str, str, int], dict[str, Any]]:
     return {(r["dataset"], r["method"], r["config"], r["seed"]): r for r in runs}
 
 
-def run_one(dataset: str, method: str, config: str, seed: int, train: Path, out: Path) -> dict[str, Any]:
+def run_one(
+    dataset: str,
+    method: str,
+    config: str,
+    seed: int,
+    train: Path,
+    out: Path,
+    extra: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """One run; ``extra``: further TrainConfig settings (bench/larger_base.py: the base model)."""
     from backend.run import run_training
     from backend.training.callbacks import Callback
     from backend.training.config import TrainConfig
@@ -110,6 +119,7 @@ def run_one(dataset: str, method: str, config: str, seed: int, train: Path, out:
     settings = {"method_config": VARIANTS[config][1]} if config in VARIANTS else CONFIGS[config]
     if config == "old" and method in OLD_LR:
         settings = {**settings, "lr": OLD_LR[method]}
+    settings = {**settings, **(extra or {})}
     cfg = TrainConfig(
         data=str(train),
         eval_data=str(SHARED / dataset / f"{split}.csv"),
