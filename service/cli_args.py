@@ -51,7 +51,7 @@ def shortcut_flags() -> list[ShortcutFlag]:
         for name in spec.cli_flags:
             known = found.get(name)
             # words for other settings ("all": sweep_layers), then for the setting's own values ("auto": -2)
-            own = {word: {name: value} for value, word in fields[name]["value_words"].items()}
+            own = {word: {name: value} for word, value in fields[name]["value_words"].items()}
             words = {**(known.words if known else {}), spec.key: {**spec.cli_words.get(name, {}), **own}}
             methods = (*(known.methods if known else ()), spec.key)
             found[name] = ShortcutFlag(name, fields[name]["label"], fields[name]["type"], methods, words)

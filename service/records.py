@@ -113,6 +113,7 @@ class FieldInfo(TypedDict):
     choice_labels: list[str] | None  # how the choices are shown, in their order
     exclusive: list[str]  # "min" and/or "max": bounds the value may not equal
     flag: str  # the CLI flag's name
+    value_words: dict[str, Any]  # words that stand for a value ("auto": -2): CLI words, run names
 
 
 class MethodInfo(TypedDict):

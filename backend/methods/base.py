@@ -134,7 +134,8 @@ def fields_info(cls: type) -> list[dict[str, Any]]:
                 "choice_labels": list(meta["choice_labels"]) if meta["choice_labels"] else None,
                 "exclusive": list(meta["exclusive"]),  # bounds the value may not equal
                 "flag": meta["flag"] or f.name,
-                "value_words": dict(meta.get("value_words") or {}),
+                # word -> value ("auto": -2): JSON-safe keys for the API, the direction the CLI reads
+                "value_words": {word: value for value, word in (meta.get("value_words") or {}).items()},
             }
         )
     return out
