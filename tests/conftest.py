@@ -19,9 +19,14 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 
-from backend.settings import Settings, apply_environment  # noqa: E402
+from backend.settings import PROJECT_ROOT, Settings, apply_environment  # noqa: E402
+from tests.tiny_models import TINY_BERT, TINY_LLAMA, use_tiny_models_cache  # noqa: E402
 
+# The tiny random models for mechanics tests, in a models cache of this run's own that also
+# links the real models in (tests/tiny_models.py); every process the tests start inherits it.
+use_tiny_models_cache(Path(os.environ.get("WORKBENCH_MODELS_CACHE", PROJECT_ROOT / "models_cache")))
 apply_environment(Settings.from_env())
+__all__ = ["TINY_BERT", "TINY_LLAMA"]
 
 POSITIVE = ["great", "wonderful", "excellent", "delightful", "superb", "moving", "brilliant", "fun"]
 NEGATIVE = ["awful", "terrible", "boring", "dreadful", "dull", "painful", "weak", "tedious"]

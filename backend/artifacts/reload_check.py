@@ -1,8 +1,10 @@
 """Fresh-process reload check: load a run folder with the standard libraries, predict the
 stored check rows, and compare with what the training process predicted.
 
-Usage: ``python -m backend.artifacts.reload_check RUN_DIR`` -> one JSON line; exit 0 when the
-predicted labels are identical and probabilities agree to 1e-5 (1e-4 on a 4/8-bit base).
+Usage: ``python -m backend.artifacts.reload_check RUN_DIR [RUN_DIR ...]`` -> one JSON line per
+folder; exit 0 when, for every folder, the predicted labels are identical and probabilities
+agree to 1e-5 (1e-4 on a 4/8-bit base). Several folders share one fresh process (and its
+imports), each loaded on its own.
 """
 
 from __future__ import annotations
@@ -44,22 +46,28 @@ def check_in_this_process(artifact_dir: Path) -> dict[str, Any]:
 
 def run_fresh_process(artifact_dir: str | Path) -> dict[str, Any]:
     """Run the check in a new Python process (nothing shared with the trainer)."""
+    return run_fresh_processes([artifact_dir])[0]
+
+
+def run_fresh_processes(artifact_dirs: list[str | Path]) -> list[dict[str, Any]]:
+    """Check several run folders in one new Python process; one result per folder, in order."""
     proc = subprocess.run(
-        [sys.executable, "-m", "backend.artifacts.reload_check", str(artifact_dir)],
+        [sys.executable, "-m", "backend.artifacts.reload_check", *map(str, artifact_dirs)],
         capture_output=True,
         text=True,
         cwd=Path(__file__).resolve().parents[2],  # the project root: backend is importable there
     )
     lines = proc.stdout.strip().splitlines()
-    if proc.returncode not in (0, 1) or not lines:
-        return {"ok": False, "error": proc.stderr.strip()[-2000:]}
-    return json.loads(lines[-1])
+    if proc.returncode not in (0, 1) or len(lines) != len(artifact_dirs):
+        return [{"ok": False, "error": proc.stderr.strip()[-2000:]} for _ in artifact_dirs]
+    return [json.loads(line) for line in lines]
 
 
 if __name__ == "__main__":
     from backend.settings import Settings, apply_environment
 
     apply_environment(Settings.from_env())
-    result = check_in_this_process(Path(sys.argv[1]))
-    print(json.dumps(result))
-    sys.exit(0 if result["ok"] else 1)
+    results = [check_in_this_process(Path(folder)) for folder in sys.argv[1:]]
+    for result in results:
+        print(json.dumps(result))
+    sys.exit(0 if all(r["ok"] for r in results) else 1)

@@ -1,9 +1,11 @@
-"""Decoder classification done properly, on the real SmolLM2-135M-Instruct (LLaMA, 134.5M):
-every method that applies trains (its loss drops), pooling reads the last real token whatever
-the padding side, pairs get a separator, and an export reloads bit-identically elsewhere.
+"""Decoder classification done properly: every method that applies trains (its loss drops and
+every trainable weight gets a gradient, under gradient checkpointing where the method can use
+it), pooling reads the last real token whatever the padding side, pairs get a separator, and an
+export reloads bit-identically elsewhere.
 
-A few steps on a 4-row batch (rows of 6 to 12 tokens, so real padding) per method: about a
-minute and a half on 2 idle CPUs.
+Mechanics run on the tiny random LLaMA (tests/tiny_models.py: SmolLM2's tokenizer, 2 layers,
+hidden size 32, grouped-query attention). QLoRA runs on the real SmolLM2-135M-Instruct: whether
+bitsandbytes' 4-/8-bit layers of a real decoder train on the CPU is the figure that matters there.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from backend.training.runtime import use_checkpointing
 from backend.training.setup import build_model, checkpointing_on
 from tests.conftest import sentiment_rows, write_csv
 from tests.integration.test_smollm2 import PARAMS
+from tests.tiny_models import TINY_LLAMA
 from tests.unit.artifacts.test_export_portable import card_snippet, fresh_python, unzip_elsewhere
 from tests.unit.methods.test_methods import Recorder, first_vs_last_epoch
 
@@ -66,6 +69,11 @@ def reviews(n: int) -> list[tuple[str, str]]:
 
 @pytest.fixture(scope="module")
 def info() -> ModelInfo:
+    return model_info(TINY_LLAMA)
+
+
+@pytest.fixture(scope="module")
+def smollm2() -> ModelInfo:
     cache = Settings.from_env().models_cache
     offline_snapshot(SMOLLM2, cache)  # converts the GGUF only when the cache lacks it
     return model_info(SMOLLM2.name, cache)
@@ -103,14 +111,17 @@ def train_steps(model: Any, batch: dict[str, torch.Tensor], lr: float) -> tuple[
 
 
 @pytest.mark.parametrize("case", list(CASES))
-def test_each_method_trains_smollm2_and_its_loss_drops(info: ModelInfo, split: Split, case: str) -> None:
+def test_each_method_trains_a_decoder_and_its_loss_drops(info: ModelInfo, split: Split, case: str) -> None:
     method, settings = CASES[case]
     spec = registry.get(method)
-    cfg = TrainConfig(data="unused", model=SMOLLM2.name, method=method, method_config=settings)
+    # every method that can trains under gradient checkpointing ("auto" turns it on above 100M
+    # parameters, as for SmolLM2): the gradients must reach its weights through the recompute
+    checkpointing = "on" if spec.gradient_checkpointing else "auto"
+    cfg = TrainConfig(data="unused", model=TINY_LLAMA, method=method, method_config=settings,
+                      gradient_checkpointing=checkpointing)  # fmt: skip
     tok = load_tokenizer(info, spec.padding_side(info))
     torch.manual_seed(0)
     model = build_model(cfg, info, LABELS, tok.pad_token_id)
-    # over 100M parameters, "auto" checkpoints every method that can (not prefix tuning)
     assert checkpointing_on(model) == spec.gradient_checkpointing
     trainable = [p for p in model.parameters() if p.requires_grad]
     share = sum(p.numel() for p in trainable) / sum(p.numel() for p in model.parameters())
@@ -125,17 +136,18 @@ def test_each_method_trains_smollm2_and_its_loss_drops(info: ModelInfo, split: S
     batch = Encoded(tok, split, MAX_LENGTH).batch(list(range(BATCH)))
     assert (batch["attention_mask"] == 0).any()  # padded rows: pooling must skip the padding
     before, after, untouched = train_steps(model, batch, STEP_LR.get(method, spec.default_lr))
-    assert after < 0.5 * before, f"{case}: loss {before:.4f} -> {after:.4f} in {STEPS} steps"
+    assert after < before, f"{case}: loss {before:.4f} -> {after:.4f} in {STEPS} steps"
     # the method's own weights learn, not only the new head (prefixes under checkpointing would not)
     assert not untouched, f"{case}: no gradient reached {untouched[:3]}"
 
 
 @pytest.mark.parametrize("quant", ["8bit", "4bit"])
-def test_lora_trains_on_a_quantized_smollm2_on_the_cpu(info: ModelInfo, split: Split, quant: str) -> None:
+def test_lora_trains_on_a_quantized_smollm2_on_the_cpu(smollm2: ModelInfo, split: Split, quant: str) -> None:
+    """QLoRA on the real decoder: its 4-/8-bit layers train on the CPU under checkpointing."""
     cfg = TrainConfig(data="unused", model=SMOLLM2.name, method="lora", quant=quant)
-    tok = load_tokenizer(info)
+    tok = load_tokenizer(smollm2)
     torch.manual_seed(0)
-    model = build_model(cfg, info, LABELS, tok.pad_token_id)
+    model = build_model(cfg, smollm2, LABELS, tok.pad_token_id)
     assert checkpointing_on(model)
     base = model.base_model.model.model.layers[0].mlp.down_proj
     assert type(base).__name__ == ("Linear8bitLt" if quant == "8bit" else "Linear4bit")
@@ -159,9 +171,9 @@ def test_prompt_methods_pad_decoders_on_the_left(info: ModelInfo, method: str) -
 
 def test_left_padding_keeps_a_ptuned_decoder_prediction_close_to_the_unpadded_one(info: ModelInfo) -> None:
     """Not equal: LLaMA counts the pads in the positions between the virtual tokens and the text
-    (PEFT's prompt methods take no position ids), but right padding is far off: it classifies
-    a pad token."""
-    cfg = TrainConfig(data="unused", model=SMOLLM2.name, method="ptuning")
+    (PEFT's prompt methods take no position ids; on SmolLM2 the gap was up to 0.1), but right
+    padding is far off: it classifies a pad token."""
+    cfg = TrainConfig(data="unused", model=TINY_LLAMA, method="ptuning")
     torch.manual_seed(0)
     tok = load_tokenizer(info, "left")
     model = build_model(cfg, info, LABELS, tok.pad_token_id).eval()
@@ -173,7 +185,7 @@ def test_left_padding_keeps_a_ptuned_decoder_prediction_close_to_the_unpadded_on
             tok.padding_side = side
             padded = model(**tok([short, long], padding=True, return_tensors="pt")).logits[0]
             gaps[side] = float((padded - alone).abs().max())
-    assert gaps["left"] < 0.1 < 0.5 < gaps["right"], gaps
+    assert gaps["left"] < 0.01 < 0.1 < gaps["right"], gaps
 
 
 def test_last_token_pooling_reads_the_last_real_token_on_either_padding_side(info: ModelInfo) -> None:
@@ -194,7 +206,7 @@ def test_probing_trains_on_decoder_hidden_states(
 ) -> None:
     rec = Recorder()
     cfg = TrainConfig(
-        data=str(csv_file), model=SMOLLM2.name, method="probe", method_config={"pooling": pooling},
+        data=str(csv_file), model=TINY_LLAMA, method="probe", method_config={"pooling": pooling},
         epochs=15, lr=None, batch_size=BATCH, max_length=MAX_LENGTH, early_stopping_patience=0,
     )  # fmt: skip
     summary = run_training(cfg, tmp_path / "run", callback=rec, feature_cache_dir=tmp_path / "features")
@@ -259,7 +271,7 @@ def test_a_prompt_tuned_pair_classifier_reloads_bit_identically_elsewhere(
             f'"{t}",{"so I recommend it" if i % 3 else "the end"},{y}\n' for i, (t, y) in enumerate(rows)
         )
     cfg = TrainConfig(
-        data=str(path), model=SMOLLM2.name, method="prompt", method_config={"prompt_length": 8},
+        data=str(path), model=TINY_LLAMA, method="prompt", method_config={"prompt_length": 8},
         text_pair_column="text_pair", epochs=1, lr=None, batch_size=8, max_length=MAX_LENGTH,
     )  # fmt: skip
     run = Path(run_training(cfg, tmp_path / "run")["artifact_dir"])
