@@ -1,7 +1,7 @@
 """Shared fixtures for the job-queue tests: real SQLite files and a real PostgreSQL server
-(every test taking ``settings`` runs on both), real worker processes,
-the real default model on tiny generated data (``tests/conftest.py``'s short reviews,
-2 labels, max length 16).
+(every test taking ``settings`` runs on both), real worker processes, the tiny random BERT
+(tests/tiny_models.py: the queue's mechanics do not depend on the weights) on tiny generated
+data (``tests/conftest.py``'s short reviews, 2 labels, max length 16).
 
 Never a fixed sleep as an assertion: :func:`wait_for` polls with a timeout.
 """
@@ -27,6 +27,7 @@ from jobs.supervisor import Supervisor
 from service.api import Workbench
 from tests.conftest import sentiment_rows, write_csv
 from tests.pg_server import PostgresServer, running_server, wait_connectable, why_unavailable
+from tests.tiny_models import TINY_BERT
 
 JOB_TIMEOUT = 180.0  # generous: the machine may be shared with other training runs
 
@@ -75,13 +76,23 @@ def engine_name(request: pytest.FixtureRequest) -> str:
 
 def quick_job(data: Path, **overrides: Any) -> dict[str, Any]:
     """A config that trains in seconds on the CPU."""
-    base = {"data": str(data), "method": "lora", "epochs": 1, "max_length": 16, "batch_size": 16, "lr": None}
+    base = {"data": str(data), "model": TINY_BERT, "method": "lora", "epochs": 1, "max_length": 16,
+            "batch_size": 16, "lr": None}  # fmt: skip
     return {**base, **overrides}
 
 
+def paced_job(data_dir: Path, epochs: int, **overrides: Any) -> dict[str, Any]:
+    """A job that trains for ``epochs`` epochs of one to two seconds each (the tiny model, one row
+    a step on long.csv): long enough to be caught running, killed after a checkpoint, or
+    adopted, short enough to finish."""
+    return quick_job(data_dir / "long.csv", epochs=epochs, batch_size=1, **overrides)
+
+
 def long_job(data: Path, **overrides: Any) -> dict[str, Any]:
-    """A config that keeps a worker busy for minutes (it is always stopped early)."""
-    base = {"data": str(data), "method": "lora", "epochs": 20, "max_length": 16, "batch_size": 8, "lr": None}
+    """A config that keeps a worker busy for minutes (it is always stopped early): the tiny
+    model trains an epoch of ``long.csv`` in about a second."""
+    base = {"data": str(data), "model": TINY_BERT, "method": "lora", "epochs": 500, "max_length": 16,
+            "batch_size": 8, "lr": None}  # fmt: skip
     return {**base, "early_stopping_patience": 0, **overrides}
 
 

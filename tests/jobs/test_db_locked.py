@@ -24,6 +24,7 @@ from service.api import Workbench
 from tests.jobs.conftest import (
     kill_workers,
     make_settings,
+    paced_job,
     quick_job,
     wait_for,
     wait_running_step,
@@ -45,7 +46,7 @@ def test_the_database_locked_while_a_job_finishes(
 ) -> None:
     db_file = sqlite_file(settings.db_url)
     assert db_file is not None
-    job_id = bench.submit(quick_job(data_dir / "medium.csv", batch_size=8))
+    job_id = bench.submit(paced_job(data_dir, epochs=1))
     supervisors()
     job = wait_running_step(bench, job_id)
     log_path = Path(bench.get_job(job_id, log_tail=0)["log_path"])

@@ -16,7 +16,7 @@ from backend.training.checkpoint import last_epoch
 from jobs.outcome import OOM_MESSAGE, explain_failure
 from jobs.supervisor import Supervisor
 from service.api import Workbench
-from tests.jobs.conftest import long_job, quick_job, wait_for, wait_running_step, wait_status
+from tests.jobs.conftest import long_job, paced_job, quick_job, wait_for, wait_running_step, wait_status
 
 
 def test_cancel_queued_at_once_and_running_within_10_seconds(
@@ -82,7 +82,7 @@ def test_out_of_memory_gets_advice() -> None:
 def test_resume_continues_after_the_checkpoint(
     bench: Workbench, supervisors: Callable[..., Supervisor], data_dir: Path
 ) -> None:
-    first = bench.submit(quick_job(data_dir / "medium.csv", epochs=3, batch_size=8))
+    first = bench.submit(paced_job(data_dir, epochs=3))
     supervisors()
 
     def checkpointed() -> dict | None:

@@ -17,6 +17,7 @@ from service.api import Workbench
 from tests.jobs.conftest import (
     app_env,
     long_job,
+    paced_job,
     quick_job,
     wait_for,
     wait_running_step,
@@ -58,7 +59,7 @@ def test_killed_supervisor_loses_no_job_and_the_stale_one_is_reconciled(
 def test_restarted_supervisor_adopts_a_live_worker(
     bench: Workbench, supervisors: Callable[..., Supervisor], data_dir: Path
 ) -> None:
-    job_id = bench.submit(quick_job(data_dir / "medium.csv", epochs=3, batch_size=8))
+    job_id = bench.submit(paced_job(data_dir, epochs=3))
     old = supervisors()
     wait_running_step(bench, job_id)
     old.stop()  # like an app restart: the worker keeps training

@@ -18,6 +18,7 @@ from jobs.schema import Job, Metric
 from jobs.worker import run_job
 from service.api import Workbench
 from tests.jobs.conftest import quick_job
+from tests.tiny_models import LAYERS
 
 
 def test_a_probe_sweep_writes_each_layer_to_the_layer_column(
@@ -41,7 +42,7 @@ def test_a_probe_sweep_writes_each_layer_to_the_layer_column(
             .where(Metric.job_id == job_id, Metric.name == "layer_accuracy")
             .order_by(Metric.id)
         ).all()
-    layers = list(range(7))  # embeddings + the 6 layers of MiniLM-L6
+    layers = list(range(LAYERS + 1))  # embeddings + the tiny BERT's layers
     assert [tuple(r) for r in rows] == [(layer + 1, None, layer) for layer in layers]
 
     detail = bench.get_job(job_id, log_tail=0)
