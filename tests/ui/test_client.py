@@ -12,10 +12,11 @@ from typing import Any
 import pytest
 
 from tests.jobs.conftest import wait_for
+from tests.tiny_models import TINY_BERT
 from tests.ui.conftest import JOB_TIMEOUT, Server, start_server, stop_server, wait_finished
 from tests.unit.service.test_cli import cli
 
-QUICK = {"epochs": 1, "max_length": 32, "batch_size": 16}
+QUICK = {"epochs": 1, "max_length": 32, "batch_size": 16, "model": TINY_BERT}
 PUBLIC = ("/upload_dataset", "/delete_dataset", "/launch", "/jobs", "/job", "/cancel", "/compare", "/export")
 SERVER_PATHS_REFUSED = "server paths are not accepted: upload the file itself"
 

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT
+from tests.tiny_models import HIDDEN, LAYERS, TINY_BERT
 
 REQUIRED = {
     "method",
@@ -41,6 +42,8 @@ def trained(tiny_csv: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[P
         "train",
         "--data",
         str(tiny_csv),
+        "--model",
+        TINY_BERT,
         "--method",
         "lora",
         "--rank",
@@ -60,7 +63,9 @@ def test_train_prints_summary_json_last(trained: tuple[Path, dict]) -> None:
     out, summary = trained
     assert summary.keys() >= REQUIRED
     assert summary["method"] == "lora" and summary["artifact_dir"] == str(out.resolve())
-    assert summary["trainable_params"] == 6 * 2 * (2 * 4 * 384) + 770  # --rank 4 reached the config
+    assert (
+        summary["trainable_params"] == LAYERS * 2 * (2 * 4 * HIDDEN) + HIDDEN * 2 + 2
+    )  # --rank 4 reached it
     # no --lr: "auto" is the default, so the search chose the learning rate the run used
     assert summary["requested"] == {"lr": "auto", "epochs": 1}
     assert summary["lr"] == summary["lr_search"]["chosen"] and summary["epochs_run"] == 1
@@ -118,15 +123,28 @@ def test_export_zip_holds_standard_files(trained: tuple[Path, dict], tmp_path: P
     ],
 )
 def test_bad_input_exits_2_with_one_line(
-    tiny_csv: Path, tmp_path: Path, args: list[str], message: str
+    tiny_csv: Path, tmp_path: Path, args: list[str], message: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """The CLI's own code in this process (``app.main``), as a shell calls it; the first case
+    also runs as a real process, so the exit status and stderr are the process's own."""
     args = [a.replace("{tiny}", str(tiny_csv)) for a in args]
-    proc = cli("train", *args, "--out", str(tmp_path / "never"))
-    assert proc.returncode == 2, proc.stderr[-2000:]
-    lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("error: ")]
-    assert len(lines) == 1 and message in lines[0], proc.stderr[-2000:]
-    assert "Traceback" not in proc.stderr
+    argv = ["train", *args, "--out", str(tmp_path / "never")]
+    if "does-not-exist.csv" in args:
+        proc = cli(*argv)
+        code, stderr = proc.returncode, proc.stderr
+    else:
+        code, stderr = app_main(argv), capsys.readouterr().err
+    assert code == 2, stderr[-2000:]
+    lines = [ln for ln in stderr.splitlines() if ln.startswith("error: ")]
+    assert len(lines) == 1 and message in lines[0], stderr[-2000:]
+    assert "Traceback" not in stderr
     assert not (tmp_path / "never").exists()
+
+
+def app_main(argv: list[str]) -> int:
+    from app import main
+
+    return main(argv)
 
 
 def parse_train(*args: str) -> object:

@@ -33,6 +33,7 @@ from backend.training.callbacks import Callback
 from backend.training.config import TrainConfig, load_data
 from backend.training.loop import Fitter
 from backend.training.setup import build_model
+from tests.tiny_models import TINY_BERT
 
 ROOT = Path(__file__).resolve().parents[3]
 EPOCHS = 3
@@ -45,6 +46,7 @@ def config(data: Path) -> TrainConfig:
     # lr=None is the method's fixed rate (no search), patience 0 always runs every epoch.
     return TrainConfig(
         data=str(data),
+        model=TINY_BERT,  # resuming is mechanics: the tiny random model has every state to restore
         method="lora",
         epochs=EPOCHS,
         batch_size=16,
@@ -57,7 +59,7 @@ def config(data: Path) -> TrainConfig:
 
 
 def small_fitter(data: Path) -> Fitter:
-    """A real Fitter (LoRA on the default model) without training anything."""
+    """A real Fitter (LoRA on the tiny BERT) without training anything."""
     from backend.catalogue import load_tokenizer, model_info
     from backend.data.batching import Encoded
 
