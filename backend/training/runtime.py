@@ -22,6 +22,9 @@ CHECKPOINTING_PARAMS = 100_000_000
 # Set only by bench/speed.py for the old loop and the "alone" rows: torch's CPU dropout, its
 # per-tensor AdamW and transformers' default attention, as a hand-written loop gets them.
 PLAIN_KERNELS_ENV = "WORKBENCH_PLAIN_KERNELS"
+# "0" makes this process (and the workers it starts) act as on a CPU without native bf16: the
+# fp32 path that AVX2-only machines take, testable on one with AVX-512 BF16 (`make test-fp32`).
+CPU_BF16_ENV = "WORKBENCH_CPU_BF16"
 
 
 def plain_kernels() -> bool:
@@ -100,7 +103,10 @@ def cpu_has_bf16() -> bool:
     """Native bf16 arithmetic on this CPU (AVX-512 BF16 or AMX), read from /proc/cpuinfo.
 
     Without it bf16 is emulated and slower than fp32, so "auto" keeps fp32. Not Linux: no.
+    ``WORKBENCH_CPU_BF16=0`` answers no whatever the CPU has.
     """
+    if os.environ.get(CPU_BF16_ENV, "").strip().lower() in ("0", "off", "false", "no"):
+        return False
     try:
         text = Path("/proc/cpuinfo").read_text()
     except OSError:
