@@ -161,15 +161,23 @@ def forecast_run(
     peak_mb: float,
     eval_throughput: float | None = None,
     overhead_seconds: float = 0.0,
+    layer_share: float = 1.0,
 ) -> Forecast:
     """Put the pieces together: epochs x (training + evaluation), the learning-rate search
     (``search_share`` of the planned training time: its budget, or what finished runs of the
     method really spent, since short runs spend more than the budget on its minimum steps),
-    and the fixed costs (building the model, encoding the data, checkpoints, the final pass)."""
-    per_epoch = train_tokens / throughput
-    evals = eval_tokens / (eval_throughput or throughput * EVAL_SPEEDUP)
-    search = search_share * per_epoch * epochs
-    total = epochs * (per_epoch + evals) + search + overhead_seconds
+    and the fixed costs (building the model, encoding the data, checkpoints, the final pass).
+
+    ``layer_share``: the share of the layers each epoch computes ("Train top layers" N of L:
+    N / L). The layers below run once, without gradients, over the training and evaluation
+    rows (the cache), and every epoch then costs that share of an all-layer epoch (measured:
+    0.318x for LoRA on the top 2 of MiniLM's 6 layers, bench/SPEED.md)."""
+    full_epoch = train_tokens / throughput
+    full_evals = eval_tokens / (eval_throughput or throughput * EVAL_SPEEDUP)
+    per_epoch, evals = full_epoch * layer_share, full_evals * layer_share
+    cache_pass = (1 - layer_share) * (full_epoch / EVAL_SPEEDUP + full_evals)
+    search = search_share * full_epoch * epochs
+    total = epochs * (per_epoch + evals) + cache_pass + search + overhead_seconds
     return Forecast(per_epoch, evals, search, total, peak_mb, throughput, source)
 
 

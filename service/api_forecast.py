@@ -22,6 +22,7 @@ from typing import Any
 from sqlalchemy import select
 
 from backend.methods import registry
+from backend.methods.layers import trained_layer_share
 from backend.training.config import TrainConfig
 from jobs import datasets
 from jobs.schema import SUCCEEDED, Job
@@ -71,7 +72,7 @@ class ForecastApi(WorkbenchState):
         device = "cuda" if _cuda() else "cpu"
         precision = resolve_precision(cfg.precision, device, cfg.quant)
         throughput, source = self._throughput(
-            cfg.model, method, device, precision, got.counted, got.embedding
+            cfg.model, method, device, precision, got.counted, got.embedding, got.num_layers
         )
         train = fc.padded_tokens(
             got.lengths, plan["train_rows"], cfg.batch_size, cfg.max_length, cfg.group_by_length, cfg.seed
@@ -93,7 +94,7 @@ class ForecastApi(WorkbenchState):
         result = fc.forecast_run(
             train_tokens=train, eval_tokens=evals, epochs=epochs, throughput=throughput, source=source,
             search_share=share, peak_mb=peak, eval_throughput=eval_rate,
-            overhead_seconds=overhead,
+            overhead_seconds=overhead, layer_share=trained_layer_share(cfg.method_settings(), got.num_layers),
         )  # fmt: skip
         available = _available_mb(device)
         fits = fc.fits(peak, available)
@@ -166,18 +167,32 @@ class ForecastApi(WorkbenchState):
             return [j for j in session.scalars(query) if (j.device or "cpu").startswith(device) and j.summary]
 
     def _throughput(
-        self, model: str, method: str, device: str, precision: str, counted: dict[str, Any], embedding: int
+        self,
+        model: str,
+        method: str,
+        device: str,
+        precision: str,
+        counted: dict[str, Any],
+        embedding: int,
+        num_layers: int,
     ) -> tuple[float, str]:
-        """Padded training tokens per second on this device, and where the figure came from."""
+        """Padded training tokens per second on this device, as if every layer ran (a run that
+        trained the top N of L layers counts N / L of its figure), and where it came from."""
         from backend.forecast import calibrated_throughput, padded_throughput
-        from backend.training.throughput import measured_peak_flops, train_flops_per_token
 
         runs = [j for j in self._finished(device) if (j.summary or {}).get("precision", "fp32") == precision]
-        same = [padded_throughput(j.summary or {}) for j in runs if j.model == model and j.method == method]
+        same = [
+            (padded_throughput(j.summary or {}) or 0.0) * _layer_share(j, num_layers)
+            for j in runs
+            if j.model == model and j.method == method
+        ]
         measured = calibrated_throughput([t for t in same if t])
         if measured:
             n = sum(1 for t in same if t)
             return measured, f"from {n} finished {method} run{'s' * (n > 1)} of this model here"
+        from backend.training.throughput import measured_peak_flops, train_flops_per_token
+
+        # The utilisation already counts only the layers a run computed (throughput.py).
         mfus = [j.summary["mfu"] for j in runs if j.method == method and (j.summary or {}).get("mfu")]
         mfus = mfus or [j.summary["mfu"] for j in runs if (j.summary or {}).get("mfu")]
         mfu = calibrated_throughput(mfus)
@@ -231,6 +246,12 @@ def _shape(
 
     probe = registry.get(method).probes_layers
     return ModelShape(total, trainable, hidden, 1 if probe else layers, quant, checkpointed and not probe)
+
+
+def _layer_share(job: Job, num_layers: int) -> float:
+    """The share of the layers a finished job ran every epoch (its "Train top layers")."""
+    settings = registry.get(job.method).make_config((job.config or {}).get("method_config") or {})
+    return trained_layer_share(settings, num_layers)
 
 
 def _checkpointed(setting: str, method: str, total_params: int) -> bool:

@@ -28,6 +28,13 @@ def top_layers_knob() -> Any:
     )
 
 
+def trained_layer_share(settings: Any, num_layers: int) -> float:
+    """The share of the transformer layers a run computes every epoch: ``top_layers`` / L with
+    "Train top layers" (the rest run once, cached), else 1.0. ``settings``: a method's config."""
+    top = getattr(settings, "top_layers", 0) or 0
+    return top / num_layers if 0 < top < num_layers else 1.0
+
+
 def layer_cut(num_layers: int, top_layers: int, model_name: str = "the model") -> int | None:
     """Index of the first trained layer for ``top_layers`` (None: 0, every layer trains).
 

@@ -76,3 +76,23 @@ def test_a_forecast_adds_up() -> None:
     assert f.seconds_per_epoch == 60 and f.eval_seconds == 10 and f.search_seconds == pytest.approx(18)
     assert f.total_seconds == pytest.approx(3 * 70 + 18)
     assert fits(900, 1000) and not fits(950, 1000)
+
+
+def test_training_the_top_layers_costs_their_share_each_epoch_after_one_pass_below() -> None:
+    """Top 2 of 6 layers: each epoch (training and evaluation) runs a third of the layers; the
+    four below run once, without gradients, over the training and evaluation rows."""
+    from backend.methods import registry
+    from backend.methods.layers import trained_layer_share
+
+    lora = registry.get("lora")
+    assert trained_layer_share(lora.make_config({"top_layers": 2}), 6) == pytest.approx(1 / 3)
+    assert trained_layer_share(lora.make_config({}), 6) == 1.0
+    assert trained_layer_share(registry.get("prompt").make_config({}), 6) == 1.0  # no such setting
+    common = {"train_tokens": 60_000, "eval_tokens": 30_000, "epochs": 3, "throughput": 1_000,
+              "source": "test", "search_share": 0.1, "peak_mb": 900}  # fmt: skip
+    full = forecast_run(**common)
+    top = forecast_run(**common, layer_share=1 / 3)
+    assert top.seconds_per_epoch == pytest.approx(20) and top.eval_seconds == pytest.approx(10 / 3)
+    cache = (2 / 3) * (60 / 3 + 10)  # the lower layers, forward only: training rows and evaluation rows
+    assert top.total_seconds == pytest.approx(3 * (20 + 10 / 3) + cache + full.search_seconds)
+    assert top.total_seconds < full.total_seconds
