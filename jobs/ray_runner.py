@@ -13,6 +13,7 @@ Ray whether that submission exists; a restarted supervisor finds its jobs the sa
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
 import time
@@ -39,6 +40,12 @@ SECRET_KEYS = ("WORKBENCH_AUTH",)
 # The code travels as Ray's working_dir, less what is not code (Ray caches it by content).
 UPLOAD_EXCLUDES = [".git", ".venv", "runs", "models_cache", "bench/*.jsonl", "**/__pycache__", "*.db"]
 LIST_CACHE_SECONDS = 2.0
+# What a worker imports first: a node whose Python lacks them would fail every job after it
+# starts (Ray runs the entrypoint with the Python that ran `ray start`).
+PROBE_MODULES = ("sqlalchemy", "torch", "transformers", "peft", "jobs.worker")
+PROBE_SECONDS = 180.0  # the first probe uploads the code and imports torch on the node
+RAY_LOG_LINES = 200  # of Ray's own log of a job, kept in the job's log when it ends
+_checked: set[str] = set()  # clusters whose Python this process has probed
 
 
 def submission_id(job: Job) -> str:
@@ -171,6 +178,66 @@ class RayRunner:
     def kill(self, handle: Handle) -> None:
         self._stop(handle)  # Ray's stop_job sends SIGTERM, then SIGKILL after its own grace
 
+    def release(self, handle: Handle) -> None:
+        """Once the job's end is recorded: keep Ray's log of it and its final status in the
+        job's own log, then delete Ray's record, so that ``list_jobs`` (read on every poll)
+        holds the jobs in flight rather than every job ever submitted."""
+        ref = handle.ref or ""
+        try:
+            job = self._job(handle.job_id)
+            info = self._info(ref, fresh=True)
+            status = str(getattr(info.status, "value", info.status)) if info is not None else "unknown"
+            tail = self.logs(job, RAY_LOG_LINES)
+            if job.log_path:
+                with Path(job.log_path).open("a", encoding="utf-8") as out:
+                    out.write(
+                        f"── its Ray job {ref} ended {status}; the job's output as its Ray node saw it:\n"
+                    )
+                    out.writelines(line + "\n" for line in tail)
+            if info is not None:
+                self.client.delete_job(ref)
+        except Exception as exc:  # noqa: BLE001 - housekeeping: the job is recorded either way
+            log.warning("job %d: could not release its Ray job %s: %s", handle.job_id, ref, exc)
+        self._jobs.pop(ref, None)
+
+    def check_environment(self, modules: tuple[str, ...] = PROBE_MODULES) -> None:
+        """Run one tiny Ray job that imports what a worker needs, with the jobs' own code and
+        environment; a ConfigError with the advice if it cannot. Once per cluster and process."""
+        address = str(self.client._address)
+        if address in _checked:
+            return
+        ref = f"workbench-probe-{int(time.time() * 1000)}"
+        self.client.submit_job(
+            entrypoint="python -c " + repr("import " + ", ".join(modules)),
+            submission_id=ref,
+            runtime_env={
+                "working_dir": str(PROJECT_ROOT),
+                "excludes": UPLOAD_EXCLUDES,
+                "env_vars": cluster_environment(self.settings),
+            },
+        )
+        status, message = self._wait(ref, PROBE_SECONDS)
+        output = self.client.get_job_logs(ref) if status != PENDING else ""
+        with contextlib.suppress(Exception):  # tidying up: the verdict stands either way
+            if status in EXIT_CODES:
+                self.client.delete_job(ref)
+            else:
+                self.client.stop_job(ref)
+        if status == SUCCEEDED:
+            _checked.add(address)
+            return
+        raise ConfigError(probe_failure(status, message, output))
+
+    def _wait(self, ref: str, timeout: float) -> tuple[str, str]:
+        """Poll submission ``ref`` until it ends or ``timeout`` passes: (status, Ray's message)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            info = self.client.get_job_info(ref)
+            status = str(getattr(info.status, "value", info.status))
+            if status in EXIT_CODES or time.monotonic() > deadline:
+                return status, info.message or ""
+            time.sleep(0.5)
+
     def logs(self, job: Job, lines: int) -> list[str]:
         """The last ``lines`` lines Ray keeps of the job's output ([] if it has none)."""
         try:
@@ -210,6 +277,25 @@ class RayRunner:
             self._jobs = {j.submission_id: j for j in self.client.list_jobs() if j.submission_id}
             self._listed_at = time.monotonic()
         return self._jobs.get(ref)
+
+
+def probe_failure(status: str, message: str, output: str) -> str:
+    """Why the cluster cannot run workbench jobs, and what to do, in one message."""
+    missing = re.search(r"ModuleNotFoundError: No module named '([^']+)'", output)
+    if missing:
+        return (
+            f"the Ray cluster's Python cannot import {missing.group(1)!r}, so every job would fail "
+            "as it starts: start Ray from the project's environment on every node "
+            "(`make install`, then `.venv/bin/ray start --head` on the head and "
+            "`.venv/bin/ray start --address HEAD:6379` on the others; docs/jobs.md)"
+        )
+    if status not in EXIT_CODES:
+        return (
+            f"a test job on the Ray cluster did not finish within {PROBE_SECONDS:.0f} s ({status}): "
+            "check that the cluster has a live node with a free CPU"
+        )
+    last = " ".join(output.strip().splitlines()[-3:])[-500:]
+    return f"a test job on the Ray cluster failed ({status}: {message or last}): check the nodes' environment"
 
 
 def ray_reason(status: str, message: str | None, ref: str) -> str:

@@ -80,6 +80,10 @@ class Runner(Protocol):
         """Stop the worker now (SIGKILL); the next poll reports it."""
         ...
 
+    def release(self, handle: Handle) -> None:
+        """Let go of what the runner keeps of a job whose end is now recorded (never raises)."""
+        ...
+
 
 def process_alive(pid: int, started: float | None) -> bool:
     """True if ``pid`` runs and is the same process that started at ``started``."""
@@ -193,6 +197,9 @@ class LocalProcessRunner:
     def kill(self, handle: Handle) -> None:
         self._signal(handle, signal.SIGKILL)
 
+    def release(self, handle: Handle) -> None:
+        """Nothing to let go of: the reaped process is gone."""
+
     def _signal(self, handle: Handle, signum: int) -> None:
         if handle.process is not None and handle.process.poll() is not None:
             return
@@ -207,7 +214,9 @@ def make_runner(settings: Settings) -> Runner:
     if settings.runner == "ray":
         from jobs.ray_runner import RayRunner  # ray is imported only by whoever uses it
 
-        return RayRunner(settings)
+        runner = RayRunner(settings)
+        runner.check_environment()  # refuse now, not with every job after it starts
+        return runner
     return LocalProcessRunner(settings)
 
 

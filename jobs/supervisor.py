@@ -253,6 +253,7 @@ class Supervisor(Reconciler):
             failure = f"{hung}; it was killed" if hung else None
             # Forgotten only once its end is recorded: if this raises, the next poll retries.
             message = end_stopped_worker(self.db, job_id, reason, failure=failure)
+            self.runner.release(handle)
             del self.handles[job_id]
             self._kill_reasons.pop(job_id, None)
             self._terminated_at.pop(job_id, None)
