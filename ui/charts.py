@@ -57,11 +57,13 @@ def label_distribution(preview: dict[str, Any]) -> pd.DataFrame:
     return pd.DataFrame({"label": [str(k) for k in counts], "rows": list(counts.values())})
 
 
-def token_histogram(preview: dict[str, Any]) -> pd.DataFrame:
-    """Rows per token-length bin; ``tokens`` is a bin's range as text ("8–9")."""
+def token_histogram(preview: dict[str, Any]) -> dict[str, Any]:
+    """Rows per token-length bin, as an update for the histogram: ``tokens`` is a bin's range as
+    text ("8–9"), and the bars keep the bins' numeric order (as text, "10–11" sorts before "6–7")."""
     bins = preview.get("token_histogram") or []
     labels = [f"{b['start']}" if b["end"] - b["start"] == 1 else f"{b['start']}–{b['end'] - 1}" for b in bins]
-    return pd.DataFrame({"tokens": labels, "rows": [b["count"] for b in bins]})
+    frame = pd.DataFrame({"tokens": labels, "rows": [b["count"] for b in bins]})
+    return gr.update(value=frame, sort=labels or None)
 
 
 def loss_curve(series: dict[str, Any]) -> pd.DataFrame:

@@ -93,6 +93,17 @@ def control_for(spec: dict[str, Any], **overrides: Any) -> Component:
         args["choices"] = list(zip(shown_as, choices, strict=True))
     elif kind == "bool":
         widget, args["value"] = gr.Checkbox, bool(default)
+    elif (
+        kind == "int"
+        and spec.get("value_words")
+        and spec.get("min") is not None
+        and spec.get("max") is not None
+    ):
+        # A number some of whose values stand for a behaviour ("auto"): a slider would show -2;
+        # a dropdown shows each such value as its word, and the others as numbers.
+        named = {value: word for word, value in spec["value_words"].items()}
+        widget = gr.Dropdown
+        args["choices"] = [(named.get(v, str(v)), v) for v in range(spec["min"], spec["max"] + 1)]
     elif kind in ("int", "float") and spec.get("min") is not None and spec.get("max") is not None:
         step = spec.get("step") or (1 if kind == "int" else (spec["max"] - spec["min"]) / 100)
         widget = gr.Slider

@@ -39,12 +39,12 @@ class Config(MethodConfig):
     layer: int = knob(
         AUTO_LAYER,
         "Layer",
-        "Which layer to probe: -2 = auto (the layer whose probe does best on rows held out from "
-        "the training data), -1 = the last, 0 = embeddings, 1..L = transformer layers.",
+        "Which layer to probe: auto (the layer whose probe does best on rows held out from the "
+        "training data), last, 0 = embeddings, 1..L = transformer layers.",
         min=AUTO_LAYER,
         max=96,
         step=1,
-        value_words={AUTO_LAYER: "auto"},
+        value_words={AUTO_LAYER: "auto", -1: "last"},
     )
     sweep_layers: bool = knob(
         False,

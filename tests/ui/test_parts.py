@@ -54,6 +54,11 @@ def test_every_field_gets_the_control_its_metadata_asks_for(methods: list[dict[s
                     assert isinstance(control, gr.Radio | gr.Dropdown)
                 elif spec["type"] == "bool":
                     assert isinstance(control, gr.Checkbox)
+                elif spec["value_words"]:  # the probe's layer: "auto", "last", then numbers
+                    assert isinstance(control, gr.Dropdown)
+                    shown = dict(control.choices)
+                    assert all(shown[word] == value for word, value in spec["value_words"].items())
+                    assert shown["3"] == 3 and len(shown) == spec["max"] - spec["min"] + 1
                 elif spec["type"] in ("int", "float"):
                     assert isinstance(control, gr.Slider)
                     assert (control.minimum, control.maximum) == (spec["min"], spec["max"])
@@ -519,3 +524,35 @@ def test_the_public_endpoints_return_their_records(tmp_path: Path, tiny_csv: Pat
     (dataset,) = endpoints.datasets()
     assert_record(dataset, PublicDataset)
     assert_record(endpoints.launch(dataset["id"], "LoRA", epochs=1, max_length=16), RunSummary)
+
+
+def test_the_token_histogram_keeps_its_bins_in_numeric_order() -> None:
+    """As text, "10–11" sorts before "6–7": the plot is told the bins' own order."""
+    bins = [(6, 8, 3), (8, 10, 1), (10, 12, 2), (12, 13, 5)]
+    preview = {"token_histogram": [{"start": a, "end": b, "count": n} for a, b, n in bins]}
+    update = charts.token_histogram(preview)
+    assert update["sort"] == ["6–7", "8–9", "10–11", "12"]
+    assert list(update["value"]["tokens"]) == update["sort"] and list(update["value"]["rows"]) == [3, 1, 2, 5]
+
+
+def test_the_sweeps_timer_refreshes_the_sweep_list_when_a_status_changes(
+    tmp_path: Path, tiny_csv: Path
+) -> None:
+    """The dropdown's choices carry each sweep's status: the timer sends them again when one
+    changes (and nothing while none does), keeping the chosen sweep."""
+    from ui.endpoints import Endpoints
+    from ui.tabs.sweeps import _Handlers
+
+    data = tmp_path / "data"
+    bench = Workbench(Settings(data_dir=data, models_cache=Settings.from_env().models_cache,
+                               db_url=f"sqlite:///{data / 'wb.db'}"))  # fmt: skip
+    sweep_id = bench.submit_sweep({"data": str(tiny_csv), "method": "lora"}, grid=["rank=1,2"])
+    handlers = _Handlers(Endpoints(bench))
+    first = handlers.tick(sweep_id, "trainable_params", None)
+    assert first[0]["choices"] == [(f"#{sweep_id} {bench.get_sweep(sweep_id)['name']} (running)", sweep_id)]
+    assert "value" not in first[0]  # the person's choice stays
+    quiet = handlers.tick(sweep_id, "trainable_params", first[-1])
+    assert quiet[:4] == (gr.skip(),) * 4
+    bench.cancel_sweep(sweep_id)
+    after = handlers.tick(sweep_id, "trainable_params", quiet[-1])
+    assert after[0]["choices"][0][0].endswith("(cancelled)")

@@ -106,11 +106,15 @@ class _Handlers:
         return header(detail), chart, trials_table(detail)
 
     def tick(self, sweep_id: int | None, cost: str, last: Any) -> tuple[Any, ...]:
-        """The timer's refresh: only what changed is sent (a redraw costs every open page)."""
+        """The timer's refresh: the sweep list (each choice carries its sweep's status) and the
+        chosen sweep; only what changed is sent (a redraw costs every open page)."""
+        choices = sweep_choices(self.endpoints)
         shown = self.show(sweep_id, cost)
-        previous = last or (None, None, None)
-        changed = (gr.skip() if new == old else new for new, old in zip(shown, previous, strict=True))
-        return (*changed, shown)
+        previous = last or [None, None, None, None]
+        # the choices alone: the value stays the person's choice
+        listed = gr.skip() if choices == previous[0] else gr.update(choices=choices)
+        changed = (gr.skip() if new == old else new for new, old in zip(shown, previous[1:], strict=True))
+        return (listed, *changed, [choices, *shown])
 
     def cancel(self, sweep_id: int | None) -> str:
         try:
@@ -169,7 +173,9 @@ def build_sweeps_tab(endpoints: Endpoints, tab: gr.Tab) -> SweepsTab:
     for trigger in (sweep.change, cost.change):
         trigger(h.show, [sweep, cost], [summary, chart, trials], **quiet)
     last = gr.State(None)
-    gr.Timer(REFRESH_SECONDS).tick(h.tick, [sweep, cost, last], [summary, chart, trials, last], **quiet)
+    gr.Timer(REFRESH_SECONDS).tick(
+        h.tick, [sweep, cost, last], [sweep, summary, chart, trials, last], **quiet
+    )
     cancel.click(h.cancel, [sweep], [message], **private)
     chart.select(h.open_run, None, [opened], **private)
     trials.select(h.open_run, None, [opened], **private)
