@@ -166,6 +166,17 @@ def test_precision_setting() -> None:
         validate(TrainConfig(data="x.csv", method="lora", precision="fp8"))
 
 
+def test_the_switch_makes_any_cpu_take_the_fp32_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """WORKBENCH_CPU_BF16=0 (``make test-fp32``): "auto" trains in fp32 as on an AVX2-only CPU,
+    and the device line and the bf16 warning say so, whatever this CPU has."""
+    from backend.training.runtime import CPU_BF16_ENV, cpu_setup, precision_line
+
+    monkeypatch.setenv(CPU_BF16_ENV, "0")
+    assert not cpu_has_bf16() and resolve_precision("auto", "cpu") == "fp32"
+    assert precision_line("cpu").startswith("fp32 (this CPU has no native bf16")
+    assert "emulated" in (cpu_setup(torch.nn.Linear(2, 2), torch.device("cpu"), "bf16") or "")
+
+
 def test_training_steps_with_fused_adamw_unless_benchmarking_the_plain_loop(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
