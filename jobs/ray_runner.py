@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import re
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -45,7 +46,9 @@ LIST_CACHE_SECONDS = 2.0
 PROBE_MODULES = ("sqlalchemy", "torch", "transformers", "peft", "jobs.worker")
 PROBE_SECONDS = 180.0  # the first probe uploads the code and imports torch on the node
 RAY_LOG_LINES = 200  # of Ray's own log of a job, kept in the job's log when it ends
-_checked: set[str] = set()  # clusters whose Python this process has probed
+DELETE_AFTER_SECONDS = 10.0  # after a job's end, before its Ray record is deleted (see release)
+DELETE_TRIES = 3
+_checked: set[str] = set()  # clusters (and module lists) whose Python this process has probed
 
 
 def submission_id(job: Job) -> str:
@@ -194,16 +197,34 @@ class RayRunner:
                         f"── its Ray job {ref} ended {status}; the job's output as its Ray node saw it:\n"
                     )
                     out.writelines(line + "\n" for line in tail)
-            if info is not None:
-                self.client.delete_job(ref)
         except Exception as exc:  # noqa: BLE001 - housekeeping: the job is recorded either way
-            log.warning("job %d: could not release its Ray job %s: %s", handle.job_id, ref, exc)
-        self._jobs.pop(ref, None)
+            log.warning("job %d: could not keep its Ray log (%s): %s", handle.job_id, ref, exc)
+        self._delete_later(ref)
+
+    def _delete_later(self, ref: str) -> None:
+        """Delete Ray's record of an ended submission, in the background and a little later:
+        deleted the moment Ray reports the end, a record came back as FAILED ("Job supervisor
+        actor died") once Ray's job supervisor actor exited."""
+        timer = threading.Timer(DELETE_AFTER_SECONDS, self._delete, args=(ref,))
+        timer.daemon = True
+        timer.start()
+
+    def _delete(self, ref: str) -> None:
+        """Delete ``ref``'s record; again if Ray still (or again) has it a moment later."""
+        for _ in range(DELETE_TRIES):
+            with contextlib.suppress(Exception):  # not deletable yet, or already gone
+                self.client.delete_job(ref)
+            time.sleep(DELETE_AFTER_SECONDS / 2)
+            try:
+                self.client.get_job_info(ref)
+            except Exception:  # noqa: BLE001 - "does not exist": done
+                return
+        log.info("Ray kept its record of %s after %d deletions", ref, DELETE_TRIES)
 
     def check_environment(self, modules: tuple[str, ...] = PROBE_MODULES) -> None:
         """Run one tiny Ray job that imports what a worker needs, with the jobs' own code and
         environment; a ConfigError with the advice if it cannot. Once per cluster and process."""
-        address = str(self.client._address)
+        address = f"{self.client._address} {modules}"
         if address in _checked:
             return
         ref = f"workbench-probe-{int(time.time() * 1000)}"
@@ -218,11 +239,10 @@ class RayRunner:
         )
         status, message = self._wait(ref, PROBE_SECONDS)
         output = self.client.get_job_logs(ref) if status != PENDING else ""
-        with contextlib.suppress(Exception):  # tidying up: the verdict stands either way
-            if status in EXIT_CODES:
-                self.client.delete_job(ref)
-            else:
+        if status not in EXIT_CODES:
+            with contextlib.suppress(Exception):  # tidying up: the verdict stands either way
                 self.client.stop_job(ref)
+        self._delete_later(ref)
         if status == SUCCEEDED:
             _checked.add(address)
             return

@@ -182,7 +182,10 @@ def test_flags_come_from_the_method_specs_and_the_settings_metadata() -> None:
     ("args", "message"),
     [
         (["--method", "lora", "--layer", "3"], "--layer applies to probe, not lora"),
-        (["--method", "probe", "--layer", "top"], "--layer must be an integer or 'all' or 'auto', not 'top'"),
+        (
+            ["--method", "probe", "--layer", "top"],
+            "--layer must be an integer or 'all' or 'auto' or 'last', not 'top'",
+        ),
         (["--method", "ia3", "--prompt-length", "4"], "--prompt-length applies to prefix, prompt, ptuning"),
         (["--method", "lora", "--set", "rank"], "--set expects KEY=VALUE"),
     ],
