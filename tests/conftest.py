@@ -12,6 +12,13 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 SHARED_DATA = ROOT.parent / "shared" / "data"
 
+# Under pytest-xdist (`make test` runs two workers), each worker and every process it starts
+# computes on one thread: two workers of two torch threads each on 2 cores spun against each
+# other and doubled the CPU time. Set before torch is imported.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    for _threads in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(_threads, "1")
+
 # Isolate everything a test run writes, and never touch the network (set before imports).
 _SESSION_DIR = Path(tempfile.mkdtemp(prefix="workbench-tests-"))
 os.environ.setdefault("WORKBENCH_DATA_DIR", str(_SESSION_DIR / "runs"))
@@ -65,3 +72,16 @@ def shared_data() -> Path:
     if not SHARED_DATA.is_dir():
         pytest.skip(f"real datasets not found at {SHARED_DATA} (only present in the dev workspace)")
     return SHARED_DATA
+
+
+# Under xdist, a module's tests run on one worker (its module-scoped fixtures, a few trained
+# runs, are built once), and tests that share a session's server or cluster run on one worker,
+# so it starts once.
+SHARED_SERVICES = {"server": "ui-server", "client": "ui-server", "cluster": "ray-cluster"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        names = getattr(item, "fixturenames", ())
+        group = next((g for name, g in SHARED_SERVICES.items() if name in names), None)
+        item.add_marker(pytest.mark.xdist_group(group or item.nodeid.split("::")[0]))

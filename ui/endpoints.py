@@ -110,6 +110,12 @@ class Endpoints(SweepEndpoints, AnalysisEndpoints, ReportEndpoints):
         )  # fmt: skip
         return self.shown(facts, request)
 
+    def load_example(self, request: gr.Request | None = None) -> PublicDataset:
+        """Register the example dataset that ships with the app: 386 customer-support messages
+        labelled with the team that answers them (billing, delivery, technical, account; CC0).
+        Loading it again returns the same dataset."""
+        return self.shown(public_dataset(self.api.load_example()), request)
+
     def upload_dataset(
         self,
         file: FileData,

@@ -29,6 +29,7 @@ def _as_api_error(fn: Callable[..., Any], endpoints: Endpoints) -> Callable[...,
 
 PUBLIC = (
     "upload_dataset",
+    "load_example",
     "datasets",
     "delete_dataset",
     "launch",
@@ -57,7 +58,8 @@ PUBLIC = (
 # callers time out before their request is even queued (bench/faults.py: 13 of 50 parallel
 # /launch calls got ReadTimeout though their jobs were recorded). Queued, each gets its answer.
 HEAVY = (
-    "upload_dataset", "launch", "launch_sweep", "export", "compare", "evaluate", "predictions_csv", "report"
+    "upload_dataset", "load_example", "launch", "launch_sweep", "export", "compare", "evaluate",
+    "predictions_csv", "report",
 )  # fmt: skip
 HEAVY_SLOTS = 2
 

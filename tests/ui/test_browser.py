@@ -1,8 +1,10 @@
 """The app in a real browser: Debian's chromium, headless, driven by Playwright.
 
-Upload a CSV, choose LoRA, move "LoRA rank" and watch the trainable-parameter line
-change, launch, watch the run succeed, compare it with a probing run, try a text,
-download the adapter zip. Screenshots land in test-artifacts/ui/.
+The README's tour on the real default model: load the example dataset, choose LoRA, move
+"LoRA rank" and watch the trainable-parameter line change, launch, watch the run succeed,
+compare it with a probe on every layer, try a text, see the layers, download the adapter.
+Also: a CSV upload, a bad upload, and a sweep. Screenshots land in test-artifacts/ui/; the two
+the README shows (Compare, Probing by layer) in docs/images/.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import pytest
 from tests.ui.conftest import JOB_TIMEOUT, Server, wait_finished
 
 CHROMIUM = Path("/usr/bin/chromium")
+DOCS_IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
 BROWSER_ARGS = [
     "--no-sandbox",
     "--disable-gpu",
@@ -62,6 +65,20 @@ def page(browser: Any, server: Server, artifacts: Path, request: pytest.FixtureR
     context.close()
 
 
+def readme_shot(page: Any, name: str, top: Any) -> None:
+    """A screenshot for the README and the docs (docs/images/, committed): the window's view
+    from ``top`` down, so that it reads at the README's width."""
+    top.scroll_into_view_if_needed()
+    page.mouse.move(0, 0)
+    page.wait_for_timeout(600)
+    box = top.bounding_box()
+    view = page.viewport_size
+    page.screenshot(
+        path=str(DOCS_IMAGES / name),
+        clip={"x": 0, "y": box["y"], "width": view["width"], "height": view["height"] - box["y"]},
+    )
+
+
 def shot(page: Any, artifacts: Path, name: str) -> None:
     """A full-page screenshot once transitions have settled (for people; asserts nothing)."""
     page.mouse.move(0, 0)  # no hover styling on whatever was clicked last
@@ -94,37 +111,53 @@ def _stored_files(server: Server) -> list[str]:
     return sorted(str(p) for p in folder.rglob("*")) if folder.is_dir() else []
 
 
-def test_upload_train_watch_compare_and_download(
-    page: Any, server: Server, client: Any, tiny_csv: Path, tmp_path: Path, artifacts: Path
+def test_the_example_trains_a_probe_and_lora_compares_them_and_downloads_the_adapter(
+    page: Any, server: Server, client: Any, tmp_path: Path, artifacts: Path
 ) -> None:
-    probe_id = _queue_a_probe_first(client, tiny_csv)
-    _upload(page, tiny_csv, artifacts)
+    """The README's tour, on the real default model and the shipped example dataset: the
+    screenshots in docs/images/ come from here, so they show real runs and stay current."""
+    dataset_id = _load_example(page, artifacts)
+    probe_id = _queue_a_probe_sweep(client, dataset_id)
     _set_up_lora(page, artifacts)
     lora_id = _launch(page)
     _watch(page, lora_id, probe_id, artifacts)
     wait_finished(client, [probe_id])
-    _compare(page, [lora_id, probe_id], artifacts)
+    _compare(page, [lora_id, probe_id], artifacts, "I was charged twice for my order")
     _probing(page, artifacts)
     zip_path = _download(page, lora_id, tmp_path, artifacts)
     names = set(zipfile.ZipFile(zip_path).namelist())
     assert {"adapter_model.safetensors", "adapter_config.json", "labels.json", "README.md"} <= names
 
 
-def _queue_a_probe_first(client: Any, csv_path: Path) -> int:
-    """A probing sweep via the API, so there are two runs to compare (it trains meanwhile)."""
-    from gradio_client import handle_file
+def _load_example(page: Any, artifacts: Path) -> int:
+    """Data tab: "Load an example" registers the shipped dataset and shows it."""
+    from playwright.sync_api import expect
 
-    dataset = client.predict(file=handle_file(str(csv_path)), api_name="/upload_dataset")
+    page.locator("#load-example").click()
+    expect(page.locator("#data-message")).to_contain_text("Loaded the example")
+    expect(page.locator("#data-message")).to_contain_text("386")
+    expect(page.get_by_label("Text column", exact=True)).to_have_value("text")
+    expect(page.get_by_label("Label column", exact=True)).to_have_value("label")
+    expect(page.locator("#data-preview")).to_contain_text("billing")
+    shot(page, artifacts, "02-data-example")
+    chosen = page.get_by_label("Uploaded datasets").input_value()
+    return int(re.search(r"#(\d+)$", chosen).group(1))
+
+
+def _queue_a_probe_sweep(client: Any, dataset_id: int) -> int:
+    """A probe on every layer via the API, so there are two runs to compare (it trains meanwhile)."""
     job = client.predict(
-        dataset_id=dataset["id"],
+        dataset_id=dataset_id,
         method="probe",
         method_settings={"sweep_layers": True},
-        epochs=1,
-        max_length=32,
-        batch_size=16,
+        max_length=64,
         api_name="/launch",
     )
     return job["id"]
+
+
+def test_a_csv_upload_is_registered_and_shown(page: Any, tiny_csv: Path, artifacts: Path) -> None:
+    _upload(page, tiny_csv, artifacts)
 
 
 def _upload(page: Any, csv_path: Path, artifacts: Path) -> None:
@@ -220,7 +253,7 @@ def _watch(page: Any, job_id: int, other_id: int, artifacts: Path) -> None:
     shot(page, artifacts, "05b-runs-probe-sweep")
 
 
-def _compare(page: Any, job_ids: list[int], artifacts: Path) -> None:
+def _compare(page: Any, job_ids: list[int], artifacts: Path, text: str) -> None:
     from playwright.sync_api import expect
 
     page.get_by_role("tab", name="Compare").click()
@@ -233,12 +266,13 @@ def _compare(page: Any, job_ids: list[int], artifacts: Path) -> None:
         expect(table).to_contain_text(f"#{job_id} ")
     expect(table).to_contain_text("lora")
     expect(table).to_contain_text("probe")
-    page.get_by_label("Text to classify").fill("the film was wonderful and superb")
+    page.get_by_label("Text to classify").fill(text)
     page.get_by_role("button", name="Predict", exact=True).click()
     predictions = page.locator("#predictions")
     for job_id in job_ids:
         expect(predictions).to_contain_text(f"#{job_id} ", timeout=JOB_TIMEOUT_MS)
     shot(page, artifacts, "06-compare")
+    readme_shot(page, "compare.png", page.get_by_role("tab", name="Compare"))
 
 
 def _probing(page: Any, artifacts: Path) -> None:
@@ -247,6 +281,7 @@ def _probing(page: Any, artifacts: Path) -> None:
     page.get_by_role("tab", name="Probing by layer").click()
     expect(page.get_by_text("Best layer:")).to_be_visible()
     shot(page, artifacts, "07-probing")
+    readme_shot(page, "probing.png", page.get_by_role("tab", name="Probing by layer"))
 
 
 def _download(page: Any, job_id: int, tmp_path: Path, artifacts: Path) -> Path:

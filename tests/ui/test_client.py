@@ -17,7 +17,10 @@ from tests.ui.conftest import JOB_TIMEOUT, Server, start_server, stop_server, wa
 from tests.unit.service.test_cli import cli
 
 QUICK = {"epochs": 1, "max_length": 32, "batch_size": 16, "model": TINY_BERT}
-PUBLIC = ("/upload_dataset", "/delete_dataset", "/launch", "/jobs", "/job", "/cancel", "/compare", "/export")
+PUBLIC = (
+    "/upload_dataset", "/load_example", "/delete_dataset", "/launch", "/jobs", "/job", "/cancel", "/compare",
+    "/export",
+)  # fmt: skip
 SERVER_PATHS_REFUSED = "server paths are not accepted: upload the file itself"
 
 
@@ -55,6 +58,17 @@ def test_the_named_endpoints_are_public(client: Any) -> None:
         "max_length",
         "quant",
     } <= launch
+
+
+def test_the_example_dataset_loads_with_its_labels_and_once(client: Any) -> None:
+    """/load_example registers the dataset that ships with the app; a second call finds it."""
+    first = client.predict(api_name="/load_example")
+    assert first["rows"] == 386 and first["name"] == "support tickets (example)"
+    assert first["mapping"] == {"text": "text", "text_pair": None, "label": "label"}
+    assert first["label_counts"] == {"account": 90, "billing": 107, "delivery": 96, "technical": 93}
+    assert client.predict(api_name="/load_example")["id"] == first["id"]
+    listed = [d["id"] for d in client.predict(api_name="/datasets")]
+    assert listed.count(first["id"]) == 1
 
 
 def test_upload_returns_the_detected_mapping(two_runs: dict[str, Any]) -> None:

@@ -90,6 +90,23 @@ class _Handlers:
         message = done(f"Registered **{ds['name']}**: {ds['rows']} rows, columns {', '.join(ds['columns'])}.")
         return gr.update(choices=choices, value=ds["id"]), ds["id"], message, None, self.disk()
 
+    def example(self) -> tuple[Any, Any, str, Any]:
+        """Register the example dataset that ships with the app and select it."""
+        try:
+            ds = self.endpoints.load_example()
+        except Exception as exc:  # noqa: BLE001
+            return gr.skip(), gr.skip(), problem(exc, "loading the example"), gr.skip()
+        message = done(
+            f"Loaded the example **{ds['name']}**: {ds['rows']} customer-support messages, each labelled "
+            "with the team that answers it. Next: the Train tab."
+        )
+        return (
+            gr.update(choices=dataset_choices(self.endpoints), value=ds["id"]),
+            ds["id"],
+            message,
+            self.disk(),
+        )
+
     def delete(self, dataset_id: int | None) -> tuple[Any, Any, str, str]:
         """Delete the selected dataset and its stored copy; select the newest one left."""
         try:
@@ -169,7 +186,7 @@ class _Handlers:
         return gr.update(choices=choices, value=choices[0][1] if choices else None), self.disk()
 
 
-def _upload_row() -> tuple[gr.File, gr.Dropdown, gr.Button, gr.Markdown]:
+def _upload_row() -> tuple[gr.File, gr.Dropdown, gr.Button, gr.Button, gr.Markdown]:
     with gr.Row(equal_height=True):
         upload = gr.File(
             label="Upload dataset",
@@ -191,12 +208,17 @@ def _upload_row() -> tuple[gr.File, gr.Dropdown, gr.Button, gr.Markdown]:
                 delete = gr.Button(
                     "Delete dataset", size="sm", scale=0, min_width=140, elem_id="delete-dataset"
                 )
+            with gr.Row(equal_height=True):
+                example = gr.Button(
+                    "Load an example", size="sm", scale=0, min_width=160, elem_id="load-example"
+                )
+                gr.Markdown("No data at hand? 386 support messages to sort by team (CC0).")
             message = gr.Markdown(elem_id="data-message")
     gr.Markdown(
         "CSV, TSV, JSONL or Parquet with a text column and a label column (and optionally "
         "a second text column for pairs). Columns are detected automatically; fix them below."
     )
-    return upload, datasets, delete, message
+    return upload, datasets, delete, example, message
 
 
 def _charts() -> tuple[gr.BarPlot, gr.BarPlot]:
@@ -226,7 +248,7 @@ def build_data_tab(endpoints: Endpoints, demo: gr.Blocks) -> DataTab:
     """Lay out the Data tab and wire its events (call inside a ``gr.Tab``)."""
     h = _Handlers(endpoints)
     selected, eval_selected = gr.State(None), gr.State(None)
-    upload, datasets, delete, message = _upload_row()
+    upload, datasets, delete, example, message = _upload_row()
     with gr.Row(equal_height=True):
         text_col = gr.Dropdown(label="Text column", choices=[])
         pair_col = gr.Dropdown(label="Second text column (optional)", choices=[NO_PAIR])
@@ -244,6 +266,7 @@ def build_data_tab(endpoints: Endpoints, demo: gr.Blocks) -> DataTab:
     private: dict[str, Any] = {"api_visibility": "private"}
     upload.upload(h.upload, [upload], [datasets, selected, message, upload, disk], **private)
     delete.click(h.delete, [selected], [datasets, selected, message, disk], **private)
+    example.click(h.example, None, [datasets, selected, message, disk], **private)
     datasets.change(lambda v: v, [datasets], [selected], **private)
     shown = [preview, text_col, pair_col, label_col, stats, labels_plot, tokens_plot]
     selected.change(h.show, [selected], shown, **private)
