@@ -173,7 +173,7 @@ def artifact_root_problem(root: Path) -> str | None:
         return (
             f"{socket.gethostname()} cannot write the artifact root {root} ({exc.strerror or exc}): "
             "every node must mount the shared artifact root at this path, writable "
-            "(README: Running on a cluster)"
+            "(docs/jobs.md: Running on a cluster)"
         )
     return None
 
