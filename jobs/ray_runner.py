@@ -46,7 +46,7 @@ LIST_CACHE_SECONDS = 2.0
 PROBE_MODULES = ("sqlalchemy", "torch", "transformers", "peft", "jobs.worker")
 PROBE_SECONDS = 180.0  # the first probe uploads the code and imports torch on the node
 RAY_LOG_LINES = 200  # of Ray's own log of a job, kept in the job's log when it ends
-DELETE_AFTER_SECONDS = 10.0  # after a job's end, before its Ray record is deleted (see release)
+DELETE_AFTER_SECONDS = 5.0  # after a job's end, before its Ray record is deleted (see release)
 DELETE_TRIES = 3
 _checked: set[str] = set()  # clusters (and module lists) whose Python this process has probed
 
