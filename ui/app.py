@@ -15,6 +15,7 @@ import gradio as gr
 from service.api import Workbench
 from ui import registry as api_endpoints
 from ui.endpoints import Endpoints
+from ui.pacing import timers_follow_tabs
 from ui.tabs.compare import build_compare_tab
 from ui.tabs.data import build_data_tab
 from ui.tabs.errors import build_errors_tab
@@ -70,12 +71,12 @@ def build(api: Workbench) -> gr.Blocks:
         api_endpoints.register(endpoints)
         gr.Markdown(f"# {TITLE}\n{INTRO}")
         with gr.Tabs() as tabs:
-            with gr.Tab("Data"):
+            with gr.Tab("Data") as data_tab:
                 data = build_data_tab(endpoints, demo)
-            with gr.Tab("Train", id="train"):
+            with gr.Tab("Train", id="train") as train_tab:
                 train = build_train_tab(endpoints, demo, data.selected, data.eval_selected)
-            with gr.Tab("Runs", id="runs"):
-                runs = build_runs_tab(endpoints, demo)
+            with gr.Tab("Runs", id="runs") as runs_tab:
+                runs = build_runs_tab(endpoints, demo, runs_tab)
             with gr.Tab("Sweeps") as sweeps_tab:
                 sweeps = build_sweeps_tab(endpoints, sweeps_tab)
             with gr.Tab("Probing by layer") as probing_tab:
@@ -86,6 +87,10 @@ def build(api: Workbench) -> gr.Blocks:
                 build_errors_tab(endpoints, errors_tab)
             with gr.Tab("Export") as export_tab:
                 build_export_tab(endpoints, export_tab)
+        shown_alone = [data_tab, train_tab, probing_tab, compare_tab, errors_tab, export_tab]
+        timers_follow_tabs(
+            [(runs_tab, runs.timer), (sweeps_tab, sweeps.timer), *((t, None) for t in shown_alone)]
+        )
         _wire_across_tabs(train.launched, runs.selected)
         _open_runs_from(sweeps.opened, runs.selected, tabs)
         _open_runs_from(sweeps.use, train.use, tabs, tab="train")

@@ -484,7 +484,8 @@ def test_the_runs_tick_sends_only_what_changed(tmp_path: Path, tiny_csv: Path) -
 
     from jobs.queue import request_cancel
     from ui.endpoints import Endpoints
-    from ui.tabs.runs import _Handlers
+    from ui.pacing import IDLE_SECONDS
+    from ui.tabs.runs import REFRESH_SECONDS, _Handlers
 
     data = tmp_path / "data"
     bench = Workbench(
@@ -494,17 +495,20 @@ def test_the_runs_tick_sends_only_what_changed(tmp_path: Path, tiny_csv: Path) -
     )
     handlers = _Handlers(Endpoints(bench))
     job_id = bench.submit({"data": str(tiny_csv), "method": "lora", "epochs": 1, "max_length": 16})
+    # Each tick returns the outputs, then its state, then the timer's interval (or a skip).
     first = handlers.tick(None, None)
-    assert not any(map(skipped, first[:-1]))  # a new page: everything
-    again = handlers.tick(None, first[-1])
-    assert all(map(skipped, again[:-1]))  # nothing moved: nothing sent
+    assert not any(map(skipped, first[:-2]))  # a new page: everything
+    assert first[-1] == REFRESH_SECONDS  # a job is queued: the tab polls fast
+    again = handlers.tick(None, first[-2])
+    assert all(map(skipped, again[:-2])) and skipped(again[-1])  # nothing moved: nothing sent
     request_cancel(bench.db, job_id)  # the table changes, the (empty) details do not
-    moved = handlers.tick(None, again[-1])
+    moved = handlers.tick(None, again[-2])
     assert isinstance(moved[0], str) and "cancelled" in moved[0]
-    assert all(map(skipped, moved[1:-1]))
-    shown = handlers.tick(job_id, moved[-1])  # a job picked: its details are sent
-    assert "cancelled" in str(shown[1]) and not skipped(shown[3])
-    assert all(map(skipped, handlers.tick(job_id, shown[-1])[3:9]))
+    assert all(map(skipped, moved[1:-2]))
+    assert moved[-1] == IDLE_SECONDS  # nothing queued or running any more: it polls slowly
+    shown = handlers.tick(job_id, moved[-2])  # a job picked: its details are sent
+    assert "cancelled" in str(shown[1]) and not skipped(shown[3]) and skipped(shown[-1])
+    assert all(map(skipped, handlers.tick(job_id, shown[-2])[3:9]))
 
 
 def test_the_public_endpoints_return_their_records(tmp_path: Path, tiny_csv: Path) -> None:
@@ -541,18 +545,22 @@ def test_the_sweeps_timer_refreshes_the_sweep_list_when_a_status_changes(
     """The dropdown's choices carry each sweep's status: the timer sends them again when one
     changes (and nothing while none does), keeping the chosen sweep."""
     from ui.endpoints import Endpoints
-    from ui.tabs.sweeps import _Handlers
+    from ui.pacing import IDLE_SECONDS
+    from ui.tabs.sweeps import REFRESH_SECONDS, _Handlers
 
     data = tmp_path / "data"
     bench = Workbench(Settings(data_dir=data, models_cache=Settings.from_env().models_cache,
                                db_url=f"sqlite:///{data / 'wb.db'}"))  # fmt: skip
     sweep_id = bench.submit_sweep({"data": str(tiny_csv), "method": "lora"}, grid=["rank=1,2"])
     handlers = _Handlers(Endpoints(bench))
+    # Each tick returns the outputs, then its state, then the timer's interval (or a skip).
     first = handlers.tick(sweep_id, "trainable_params", None)
     assert first[0]["choices"] == [(f"#{sweep_id} {bench.get_sweep(sweep_id)['name']} (running)", sweep_id)]
     assert "value" not in first[0]  # the person's choice stays
-    quiet = handlers.tick(sweep_id, "trainable_params", first[-1])
-    assert quiet[:4] == (gr.skip(),) * 4
+    assert first[-1] == REFRESH_SECONDS  # a sweep runs: the tab polls fast
+    quiet = handlers.tick(sweep_id, "trainable_params", first[-2])
+    assert quiet[:4] == (gr.skip(),) * 4 and quiet[-1] == gr.skip()
     bench.cancel_sweep(sweep_id)
-    after = handlers.tick(sweep_id, "trainable_params", quiet[-1])
+    after = handlers.tick(sweep_id, "trainable_params", quiet[-2])
     assert after[0]["choices"][0][0].endswith("(cancelled)")
+    assert after[-1] == IDLE_SECONDS  # none runs any more: it polls slowly

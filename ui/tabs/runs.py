@@ -11,9 +11,11 @@ from ui import charts, tables
 from ui.endpoints import Endpoints
 from ui.feedback import WARNING, done, problem
 from ui.forms import shown
+from ui.pacing import pace
 from ui.tabs.runs_plots import detail_plots
 
-REFRESH_SECONDS = 2.0
+REFRESH_SECONDS = 2.0  # while a job is queued or running (ui.pacing slows it down otherwise)
+ACTIVE = ("queued", "running")
 # A click on a job row selects that job: rows carry their job id (tables.to_html keys).
 SELECT_ROW_JS = """
 element.addEventListener('click', (event) => {
@@ -31,6 +33,7 @@ class RunsTab:
 
     selected: gr.State
     rerun: gr.State
+    timer: gr.Timer
 
 
 def summary(job: dict[str, Any]) -> str:
@@ -166,6 +169,9 @@ class _Handlers:
         """
         previous = last or {}
         jobs = self.endpoints.jobs()
+        interval, seconds = pace(
+            any(j["status"] in ACTIVE for j in jobs), REFRESH_SECONDS, previous.get("pace")
+        )
         html = tables.to_html(
             tables.runs_table(jobs),
             keys=[j["id"] for j in jobs],
@@ -174,11 +180,12 @@ class _Handlers:
         )
         table = gr.skip() if previous.get("table") == html else html
         if selected is None:
-            return self._nothing(table, html, previous, PICK_A_JOB)
+            return (*self._nothing(table, html, previous, PICK_A_JOB, seconds), interval)
         try:
             job = self.endpoints.job(int(selected), log_tail=LOG_LINES)
         except Exception:  # noqa: BLE001 - deleted in another browser: forget it
-            return self._nothing(table, html, previous, "The selected job no longer exists.")
+            gone = "The selected job no longer exists."
+            return (*self._nothing(table, html, previous, gone, seconds), interval)
         signature = [
             job["status"],
             job.get("step"),
@@ -195,16 +202,18 @@ class _Handlers:
                 *search_chart(job),
                 "\n".join(job["log"]),
             )
-        state = {"table": html, "job": signature}
-        return (table, summary(job), error_text(job), *curves, *actions(job["status"]), state)
+        state = {"table": html, "job": signature, "pace": seconds}
+        return (table, summary(job), error_text(job), *curves, *actions(job["status"]), state, interval)
 
     @staticmethod
-    def _nothing(table: Any, html: str, previous: dict[str, Any], hint: str) -> tuple[Any, ...]:
+    def _nothing(
+        table: Any, html: str, previous: dict[str, Any], hint: str, seconds: float
+    ) -> tuple[Any, ...]:
         """No job shown: the empty details once, then nothing until that changes."""
         details = nothing_selected(hint)[:-1]
         if previous.get("job") == hint:
             details = (gr.skip(),) * len(details)
-        return (table, *details, {"table": html, "job": hint})
+        return (table, *details, {"table": html, "job": hint, "pace": seconds})
 
     def select(self, evt: gr.SelectData) -> Any:
         """The job id of the clicked table row (see SELECT_ROW_JS)."""
@@ -254,8 +263,9 @@ def _action_buttons() -> tuple[gr.Button, gr.Button, gr.Button, gr.Button]:
         )
 
 
-def build_runs_tab(endpoints: Endpoints, demo: gr.Blocks) -> RunsTab:
-    """Lay out the Runs tab and wire its events (call inside a ``gr.Tab``)."""
+def build_runs_tab(endpoints: Endpoints, demo: gr.Blocks, tab: gr.Tab) -> RunsTab:
+    """Lay out the Runs tab and wire its events (call inside ``tab``). Its timer starts stopped:
+    it ticks only while the tab is shown (``ui.pacing.timers_follow_tabs``)."""
     h = _Handlers(endpoints)
     selected, last = gr.State(None), gr.State(None)
     table = gr.HTML(label="Jobs", elem_id="runs-table", js_on_load=SELECT_ROW_JS)
@@ -267,10 +277,12 @@ def build_runs_tab(endpoints: Endpoints, demo: gr.Blocks) -> RunsTab:
     log = gr.Textbox(label="Log (last lines)", lines=10, max_lines=10, autoscroll=True, interactive=False)
 
     private: dict[str, Any] = {"api_visibility": "private"}
-    outputs = [table, header, error, *plots, log, cancel, resume, delete, last]
+    timer = gr.Timer(REFRESH_SECONDS, active=False)
+    outputs = [table, header, error, *plots, log, cancel, resume, delete, last, timer]
     quiet: dict[str, Any] = {"show_progress": "hidden", **private}  # no spinner every 2 s
-    gr.Timer(REFRESH_SECONDS).tick(h.tick, [selected, last], outputs, **quiet)
-    demo.load(h.tick, [selected, last], outputs, **quiet)
+    timer.tick(h.tick, [selected, last], outputs, **quiet)
+    for trigger in (demo.load, tab.select):  # shown at once, not at the next tick
+        trigger(h.tick, [selected, last], outputs, **quiet)
     table.select(h.select, None, [selected], **private)
     # A new selection must redraw even if its signature equals the last job's.
     selected.change(lambda s: h.tick(s, None), [selected], outputs, **quiet)
@@ -279,4 +291,4 @@ def build_runs_tab(endpoints: Endpoints, demo: gr.Blocks) -> RunsTab:
     delete.click(h.delete, [selected], [action, selected], **private)
     rerun = gr.State(None)
     again.click(lambda job_id: job_id if job_id else gr.skip(), [selected], [rerun], **private)
-    return RunsTab(selected=selected, rerun=rerun)
+    return RunsTab(selected=selected, rerun=rerun, timer=timer)

@@ -12,9 +12,10 @@ import pandas as pd
 from ui import tables
 from ui.endpoints import Endpoints
 from ui.feedback import done, problem
+from ui.pacing import pace
 from ui.pareto import COSTS, POINT_CLICK_JS, pareto_svg
 
-REFRESH_SECONDS = 3.0
+REFRESH_SECONDS = 3.0  # while a sweep runs (ui.pacing slows it down otherwise)
 COST_CHOICES = [(label.split(" (")[0], key) for key, (label, _) in COSTS.items()]
 TRIAL_COLUMNS = [
     "Run",
@@ -36,10 +37,16 @@ class SweepsTab:
 
     opened: gr.State
     use: gr.State
+    timer: gr.Timer
 
 
 def sweep_choices(endpoints: Endpoints) -> list[tuple[str, int]]:
-    return [(f"#{s['id']} {s['name']} ({s['status']})", s["id"]) for s in endpoints.sweeps()]
+    return [choice(s) for s in endpoints.sweeps()]
+
+
+def choice(sweep: dict[str, Any]) -> tuple[str, int]:
+    """A sweep as the dropdown lists it: its status in the label."""
+    return f"#{sweep['id']} {sweep['name']} ({sweep['status']})", sweep["id"]
 
 
 def header(detail: dict[str, Any]) -> str:
@@ -108,13 +115,15 @@ class _Handlers:
     def tick(self, sweep_id: int | None, cost: str, last: Any) -> tuple[Any, ...]:
         """The timer's refresh: the sweep list (each choice carries its sweep's status) and the
         chosen sweep; only what changed is sent (a redraw costs every open page)."""
-        choices = sweep_choices(self.endpoints)
+        sweeps = self.endpoints.sweeps()
+        choices = [choice(s) for s in sweeps]
         shown = self.show(sweep_id, cost)
-        previous = last or [None, None, None, None]
+        previous = last or [None, None, None, None, None]
         # the choices alone: the value stays the person's choice
         listed = gr.skip() if choices == previous[0] else gr.update(choices=choices)
-        changed = (gr.skip() if new == old else new for new, old in zip(shown, previous[1:], strict=True))
-        return (listed, *changed, [choices, *shown])
+        changed = (gr.skip() if new == old else new for new, old in zip(shown, previous[1:4], strict=True))
+        interval, seconds = pace(any(s["status"] == "running" for s in sweeps), REFRESH_SECONDS, previous[4])
+        return (listed, *changed, [choices, *shown, seconds], interval)
 
     def cancel(self, sweep_id: int | None) -> str:
         try:
@@ -173,12 +182,11 @@ def build_sweeps_tab(endpoints: Endpoints, tab: gr.Tab) -> SweepsTab:
     for trigger in (sweep.change, cost.change):
         trigger(h.show, [sweep, cost], [summary, chart, trials], **quiet)
     last = gr.State(None)
-    gr.Timer(REFRESH_SECONDS).tick(
-        h.tick, [sweep, cost, last], [sweep, summary, chart, trials, last], **quiet
-    )
+    timer = gr.Timer(REFRESH_SECONDS, active=False)  # ticks only while the tab is shown
+    timer.tick(h.tick, [sweep, cost, last], [sweep, summary, chart, trials, last, timer], **quiet)
     cancel.click(h.cancel, [sweep], [message], **private)
     chart.select(h.open_run, None, [opened], **private)
     trials.select(h.open_run, None, [opened], **private)
     use_best.click(h.use_best, [sweep], [use, message], **private)
     report.click(h.report, [sweep], [report_file, message], **private)
-    return SweepsTab(opened=opened, use=use)
+    return SweepsTab(opened=opened, use=use, timer=timer)
