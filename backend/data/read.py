@@ -60,14 +60,12 @@ def _read(p: Path) -> tuple[pd.DataFrame, bytes]:
     data = _read_bytes(p)
     if ext == ".parquet":
         df = _read_parquet(p, data)
+    elif ext in (".csv", ".tsv"):
+        df = _read_delimited(p, data, "\t" if ext == ".tsv" else ",")
+    elif ext == ".jsonl":
+        df = _read_jsonl(p.name, _lines(p, data))
     else:
-        text = _decode(p, data)
-        if ext in (".csv", ".tsv"):
-            df = _read_delimited(p.name, text, "\t" if ext == ".tsv" else ",")
-        elif ext == ".jsonl":
-            df = _read_jsonl(p.name, text)
-        else:
-            df = _read_json(p.name, text)
+        df = _read_json(p, data)
     if len(df) == 0:
         found = f", only the columns {column_names(df.columns)}" if len(df.columns) else ""
         raise DataError(f"{p.name}: no data rows{found}; add rows with text and labels.")
@@ -120,7 +118,8 @@ def _read_bytes(p: Path) -> bytes:
     return data
 
 
-def _decode(p: Path, data: bytes) -> str:
+def _check_text(p: Path, data: bytes) -> None:
+    """DataError for a binary file (a NUL byte), naming its line."""
     nul = data.find(b"\x00")
     if nul >= 0:
         line = data.count(b"\n", 0, nul) + 1
@@ -128,6 +127,28 @@ def _decode(p: Path, data: bytes) -> str:
             f"{p.name}: looks like a binary file, not text (NUL byte on line "
             f"{line}); save the table as UTF-8 CSV/TSV/JSON Lines, or as Parquet."
         )
+
+
+def _text_stream(p: Path, data: bytes, newline: str = "") -> io.TextIOWrapper:
+    """The file's text, decoded as it is read: no second copy of a large file in memory.
+    A decoding error surfaces while reading it; ``_decode`` then says where. ``newline``:
+    "" for the csv module (its own rule), "\n" to split lines at line feeds only."""
+    _check_text(p, data)
+    # -sig: Excel's "CSV UTF-8" starts with a BOM.
+    return io.TextIOWrapper(io.BytesIO(data), encoding="utf-8-sig", newline=newline)
+
+
+def _lines(p: Path, data: bytes) -> list[tuple[int, str]]:
+    """(line number, line) of each line (split on "\n" only: U+2028 may sit in a JSON string)."""
+    try:
+        return [(n, line) for n, line in enumerate(_text_stream(p, data, "\n"), start=1)]
+    except UnicodeDecodeError:
+        _decode(p, data)  # raises with the line of the first bad byte
+        raise
+
+
+def _decode(p: Path, data: bytes) -> str:
+    _check_text(p, data)
     try:
         return data.decode("utf-8-sig")  # -sig: Excel's "CSV UTF-8" starts with a BOM
     except UnicodeDecodeError as exc:
@@ -138,31 +159,42 @@ def _decode(p: Path, data: bytes) -> str:
         ) from None
 
 
-def _read_delimited(name: str, text: str, delimiter: str) -> pd.DataFrame:
-    # The csv module rather than pandas: it knows where each record starts, so
-    # short rows (which pandas silently pads with NaN) get exact line numbers.
-    records = _csv_records(name, text, delimiter)
-    header = _header(name, records[0][1], delimiter)
-    ragged = [
-        (line, row, len(fields))
-        for row, (line, fields) in enumerate(records[1:], start=1)
-        if len(fields) != len(header)
-    ]
-    if ragged:
-        _raise_ragged(name, ragged, header, delimiter)
-    return pd.DataFrame([fields for _, fields in records[1:]], columns=header)
+def _read_delimited(p: Path, data: bytes, delimiter: str) -> pd.DataFrame:
+    """A CSV/TSV file, read as it is decoded, into columns of strings.
+
+    The csv module rather than pandas: it knows where each record starts, so short rows
+    (which pandas silently pads with NaN) get exact line numbers. Cells go straight into one
+    list per column: no copy of the whole text and no list per row (an upload near the limit
+    took 6x its size in memory when both were held).
+    """
+    try:
+        return _columns_of(p.name, _text_stream(p, data), delimiter)
+    except UnicodeDecodeError:
+        _decode(p, data)  # raises with the line of the first bad byte
+        raise
 
 
-def _csv_records(name: str, text: str, delimiter: str) -> list[tuple[int, list[str]]]:
-    """(first line, fields) of each non-blank record; quoted newlines handled."""
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=True)
-    records: list[tuple[int, list[str]]] = []
-    line = 1
+def _columns_of(name: str, stream: io.TextIOWrapper, delimiter: str) -> pd.DataFrame:
+    reader = csv.reader(stream, delimiter=delimiter, strict=True)
+    header: list[str] | None = None
+    columns: list[list[str]] = []
+    ragged: list[tuple[int, int, int]] = []  # (line, data row, fields)
+    line, row = 1, 0
     try:
         for fields in reader:
             start, line = line, reader.line_num + 1
-            if fields and (len(fields) > 1 or fields[0].strip()):  # pandas skips blanks
-                records.append((start, fields))
+            if not fields or (len(fields) == 1 and not fields[0].strip()):
+                continue  # a blank line, as pandas skips them
+            if header is None:
+                header = _header(name, fields, delimiter)
+                columns = [[] for _ in header]
+                continue
+            row += 1
+            if len(fields) != len(header):
+                ragged.append((start, row, len(fields)))
+                continue
+            for column, cell in zip(columns, fields, strict=True):
+                column.append(cell)
     except csv.Error as exc:
         if "field larger than field limit" in str(exc):
             raise _too_long(f"{name}: line {line}") from None
@@ -171,7 +203,11 @@ def _csv_records(name: str, text: str, delimiter: str) -> list[tuple[int, list[s
             "separators or line breaks must be wrapped in double quotes, with any "
             "quote inside it doubled."
         ) from None
-    return records  # not empty: _read_bytes rejected whitespace-only files
+    assert header is not None  # _read_bytes rejected whitespace-only files
+    if ragged:
+        _raise_ragged(name, ragged, header, delimiter)
+    frame = pd.DataFrame(dict(zip(header, columns, strict=True)), dtype=object)
+    return frame
 
 
 def _header(name: str, record: list[str], delimiter: str) -> list[str]:
@@ -204,10 +240,9 @@ def _raise_ragged(name: str, ragged: list[tuple[int, int, int]], header: list[st
     )
 
 
-def _read_jsonl(name: str, text: str) -> pd.DataFrame:
+def _read_jsonl(name: str, lines: list[tuple[int, str]]) -> pd.DataFrame:
     records: list[dict[str, Any]] = []
-    # split on "\n" only: str.splitlines would also split at U+2028 inside strings
-    for number, line in enumerate(text.split("\n"), start=1):
+    for number, line in lines:
         if not line.strip():
             continue
         obj = _loads(name, line, first_line=number)
@@ -215,11 +250,12 @@ def _read_jsonl(name: str, text: str) -> pd.DataFrame:
     return pd.DataFrame(records, dtype=object)
 
 
-def _read_json(name: str, text: str) -> pd.DataFrame:
+def _read_json(p: Path, data: bytes) -> pd.DataFrame:
     """A .json file: an array of objects, or JSON Lines under a .json name."""
+    name, text = p.name, _decode(p, data)
     if not text.lstrip().startswith("["):
         try:
-            return _read_jsonl(name, text)
+            return _read_jsonl(name, _lines(p, data))
         except DataError:
             if isinstance(_try_json(text), dict):
                 raise DataError(
