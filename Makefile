@@ -31,8 +31,9 @@ postgres:
 run: install
 	$(PY) app.py $(ARGS)
 
-# The docs build first (a broken link or a page missing from the nav fails it), then the suite;
-# pyproject.toml prints the 20 slowest tests at the end of every run.
+# The docs build first (a broken link or a page missing from the nav fails it), then the suite on
+# two workers (docs/development.md); pyproject.toml prints the 20 slowest tests of every run.
+PYTEST_ARGS ?= -n 2 --dist loadgroup
 test: install browser postgres
 	$(VENV)/bin/lint-imports
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet

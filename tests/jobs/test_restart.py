@@ -73,7 +73,9 @@ def test_restarted_supervisor_adopts_a_live_worker(
 def test_two_supervisors_never_run_one_job_twice(
     bench: Workbench, processes: Callable[..., subprocess.Popen[str]], data_dir: Path
 ) -> None:
-    ids = [bench.submit(quick_job(data_dir / "tiny.csv", method="probe", seed=i)) for i in range(4)]
+    # Paced (a few seconds each): forked workers finish a tiny job in under a second, before the
+    # second process has started its supervisor.
+    ids = [bench.submit(paced_job(data_dir, epochs=2, seed=i)) for i in range(4)]
     processes("worker", "--max-concurrent", "1")
     processes("worker", "--max-concurrent", "1")
     jobs = [wait_status(bench, i) for i in ids]
