@@ -160,8 +160,16 @@ def build_errors_tab(endpoints: Endpoints, tab: gr.Tab) -> None:
         trigger(h.reload, [run], [run, other_run, other_data], **private)
     run.change(h.sources, [run], [source, true, predicted], **quiet)
     shown = [summary, confusion, reliability, table, download]
-    for component in (run, source, wrong, true, predicted, sort):
-        component.change(h.show, [run, source, wrong, true, predicted, sort], shown, **quiet)
+    # One listener for every filter, its latest inputs winning: a cell click changes three of them
+    # at once, and three listeners raced (an earlier call's examples and CSV could land last).
+    gr.on(
+        [c.change for c in (run, source, wrong, true, predicted, sort)],
+        h.show,
+        [run, source, wrong, true, predicted, sort],
+        shown,
+        trigger_mode="always_last",
+        **quiet,
+    )
     confusion.select(h.cell, None, [wrong, true, predicted], **private)
     evaluate.click(h.evaluate, [run, other_data], [message, source, true, predicted], **private)
     for component in (run, other_run):

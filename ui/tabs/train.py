@@ -211,8 +211,10 @@ def build_train_tab(
         common.group_by_length,
         common.gradient_checkpointing,
     ]
-    for component in (*plan_triggers, common.lr, common.batch_size, *forecast_triggers, *forms.components):
-        component.change(h.plan, plan_inputs, [plan], **quiet)
+    # One listener, its latest inputs winning: filling the form changes many settings at once,
+    # and a listener per setting let an earlier plan land last.
+    plan_changes = (*plan_triggers, common.lr, common.batch_size, *forecast_triggers, *forms.components)
+    gr.on([c.change for c in plan_changes], h.plan, plan_inputs, [plan], trigger_mode="always_last", **quiet)
     demo.load(h.plan, plan_inputs, [plan], **quiet)
     private: dict[str, Any] = {"api_visibility": "private"}
     settings = [*common.components(), *forms.components]
