@@ -20,6 +20,7 @@ from backend.probing.run import run_probe
 from backend.training.callbacks import Callback
 from backend.training.config import TrainConfig, load_data, validate
 from backend.training.loop import run_loop
+from backend.training.lr_warning import lr_choice_warning
 from backend.training.outcome import RunContext, RunOutcome
 from backend.training.runtime import seed_everything
 
@@ -55,8 +56,10 @@ def run_training(
     )  # fmt: skip
     outcome = RUNNERS[spec.runner](ctx)
     summary = outcome.summary
-    if summary.get("learning_flag"):
-        cb.on_log(f"warning: {summary['learning_flag']}")
+    summary["lr_choice_warning"] = lr_choice_warning(summary)
+    for warning in ("learning_flag", "lr_choice_warning"):
+        if summary.get(warning):
+            cb.on_log(f"warning: {summary[warning]}")
     summary.update(save_run(Path(out_dir), outcome, info=info, tokenizer=tokenizer, data=data))
     record = {**summary, "best": outcome.best, "history": outcome.history}
     (Path(out_dir) / "metrics.json").write_text(json.dumps(record, indent=2))

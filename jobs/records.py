@@ -133,6 +133,7 @@ class CompareRow(TypedDict):
     lr: float | str | None  # "auto" in the config until the search has chosen
     lr_auto: bool  # chosen by the automatic search
     learning_flag: str | None
+    lr_choice_warning: str | None  # the search's choice is in doubt (backend.training.lr_warning)
 
 
 class LearningRate(TypedDict):

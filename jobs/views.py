@@ -215,6 +215,7 @@ def compare_row(job: Job) -> CompareRow:
         "trainable_percent": percent,
         **learning_rate(job),
         "learning_flag": (job.summary or {}).get("learning_flag"),
+        "lr_choice_warning": (job.summary or {}).get("lr_choice_warning"),
     }
 
 

@@ -54,6 +54,8 @@ def _run_row(row: Mapping[str, Any], job: Mapping[str, Any], best_id: int | None
         note = f"⚠ did not learn: {row['learning_flag']}"
     elif job.get("error"):
         note = str(job["error"])
+    elif row.get("lr_choice_warning"):
+        note = f"⚠ {row['lr_choice_warning']}"
     cells = [
         run_label(row), job.get("dataset") or DASH, row["method"], row.get("knobs") or "",
         number(row.get("accuracy")), number(row.get("macro_f1")),

@@ -77,7 +77,8 @@ def learning_rate(row: dict[str, Any]) -> str:
     lr = row.get("lr")
     if lr is None:
         return "–"
-    return f"{lr:.0e}" + (" (auto)" if row.get("lr_auto") else "")
+    auto = " (auto)" if row.get("lr_auto") else ""
+    return f"{lr:.0e}{auto}" + (" ⚠" if row.get("lr_choice_warning") else "")
 
 
 def baseline_rows(compare: dict[str, Any]) -> list[list[str]]:
@@ -114,7 +115,7 @@ def compare_table(compare: dict[str, Any]) -> pd.DataFrame:
                 size(r.get("adapter_bytes")),
                 r.get("quant") or "none",
                 r.get("status") or "",
-                r.get("learning_flag") or "",
+                " ".join(filter(None, (r.get("learning_flag"), r.get("lr_choice_warning")))),
             ]
         )
     return pd.DataFrame(rows + baseline_rows(compare), columns=COMPARE_COLUMNS)

@@ -101,8 +101,9 @@ def autotune_lines(summary: dict[str, Any]) -> str:
     baseline = summary.get("majority_baseline")
     if baseline:
         lines.append(f"- Majority-class reference on the evaluation set: accuracy {baseline['accuracy']:.4f}")
-    if summary.get("learning_flag"):
-        lines.append(f"- **Warning: {summary['learning_flag']}**")
+    for warning in ("learning_flag", "lr_choice_warning"):
+        if summary.get(warning):
+            lines.append(f"- **Warning: {summary[warning]}**")
     return "\n".join(lines) + ("\n" if lines else "")
 
 

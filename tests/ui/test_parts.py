@@ -375,6 +375,21 @@ def test_lr_search_chart_marks_the_choice_in_numeric_order() -> None:
         "train_rows": 850, "holdout_rows": 150, "round_steps": [9, 9]}})  # fmt: skip
 
 
+def test_a_doubted_learning_rate_is_marked_on_the_run_page_and_in_compare() -> None:
+    """Issue 36: the search's doubt (``lr_choice_warning``) shows beside the rate it is about."""
+    doubt = "The learning rate 0.01 may not suit this run: it is the highest rate searched."
+    search = {"chosen": 1e-2, "seconds": 2.0, "train_rows": 850, "holdout_rows": 150, "round_steps": [9],
+              "candidates": [{"lr": 3e-3, "eval_loss": 0.6, "diverged": False},
+                             {"lr": 1e-2, "eval_loss": 0.4, "diverged": False}]}  # fmt: skip
+    assert doubt in search_text({"lr_search": search, "metrics": {"lr_choice_warning": doubt}})
+    assert doubt not in search_text({"lr_search": search, "metrics": {"lr_choice_warning": None}})
+    row = {**COMPARE["table"][0], "lr": 1e-2, "lr_auto": True}
+    marked = tables.compare_table({"table": [{**row, "lr_choice_warning": doubt}]}).iloc[0]
+    assert marked["Learning rate"] == "1e-02 (auto) ⚠" and doubt in marked["Note"]
+    plain = tables.compare_table({"table": [{**row, "lr_choice_warning": None}]}).iloc[0]
+    assert plain["Learning rate"] == "1e-02 (auto)" and doubt not in plain["Note"]
+
+
 # ---------------------------------------------------------------- limits and cleanup
 
 

@@ -86,6 +86,7 @@ def search_text(job: dict[str, Any]) -> str:
             else ""
         )
         + tie_text(search)
+        + (f"\n\n{WARNING} {metrics['lr_choice_warning']}" if metrics.get("lr_choice_warning") else "")
     )
 
 

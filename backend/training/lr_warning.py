@@ -1,0 +1,54 @@
+"""When to doubt the learning rate the search chose (``lr_choice_warning``, issue 36).
+
+A short search favours rates that descend fast and then plateau: LoRA on a 6-class task chose
+1e-2, its highest candidate, on a held-out loss of 1.233 against 1.638 for 3e-3; the run's best
+epoch was then its third and it scored 0.842 where full fine-tuning scored 0.948. Two signs in a
+finished run point at such a choice, and either is worth one sentence wherever the run's score
+is read (the run page, the model card, the last JSON line of ``train``, Compare):
+
+- the chosen rate is the highest or the lowest candidate: the best rate may lie outside the
+  range searched, and the search cannot tell;
+- the best epoch came within the first quarter of the epochs planned: the rate stopped paying
+  off early, as a too-high one does.
+
+Neither applies to a rate the user set, nor to a search that moved no held-out loss and took the
+method's default (there the default, not the search, chose).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+EARLY_SHARE = 0.25  # "early": the best epoch within this share of the epochs planned
+
+
+def lr_choice_warning(summary: dict[str, Any]) -> str | None:
+    """One sentence, or None, for a finished run's summary (keys ``lr_search``, ``best_epoch``,
+    ``epochs``)."""
+    search = summary.get("lr_search")
+    if not search or search.get("inconclusive") or len(search.get("candidates") or []) < 2:
+        return None
+    rates = sorted(c["lr"] for c in search["candidates"])
+    chosen = search["chosen"]
+    edge = "highest" if chosen >= rates[-1] else "lowest" if chosen <= rates[0] else None
+    best, planned = summary.get("best_epoch"), summary.get("epochs")
+    early = bool(best and planned and planned >= 4 and best <= EARLY_SHARE * planned)
+    if edge is None and not early:
+        return None
+    searched = f"{rates[0]:g} to {rates[-1]:g}"
+    reasons = []
+    if edge:
+        reasons.append(f"it is the {edge} rate searched ({searched}), so a better one may lie beyond")
+    if early:
+        reasons.append(f"the best epoch came early ({best} of {planned} planned), as with a rate too high")
+    neighbour = _neighbour(rates, chosen, lower=edge != "lowest")
+    advice = f"; compare a run at {neighbour:g}" if neighbour is not None else ""
+    return f"The learning rate {chosen:g} may not suit this run: {' and '.join(reasons)}{advice}."
+
+
+def _neighbour(rates: list[float], chosen: float, *, lower: bool) -> float | None:
+    """The candidate next to ``chosen``: below it (the usual suspicion), or above a lowest one."""
+    others = [r for r in rates if (r < chosen if lower else r > chosen)]
+    if not others:
+        return None
+    return max(others) if lower else min(others)
