@@ -41,7 +41,8 @@ class SearchDone(Exception):
     """Raised from the log callback once the search has chosen: the run stops there."""
 
 
-def search_one(dataset: str, method: str, train: Path) -> dict[str, Any]:
+def search_one(dataset: str, method: str, train: Path, **settings: Any) -> dict[str, Any]:
+    """``settings``: further TrainConfig settings (bench/lr_trigger.py: seed, max length)."""
     from backend.run import run_training
     from backend.training.callbacks import Callback
     from backend.training.config import TrainConfig
@@ -56,7 +57,7 @@ def search_one(dataset: str, method: str, train: Path) -> dict[str, Any]:
 
     split, _ = DATASETS[dataset]
     eval_data = str(SHARED / dataset / f"{split}.csv")
-    cfg = TrainConfig(data=str(train), eval_data=eval_data, method=method, seed=0)
+    cfg = TrainConfig(data=str(train), eval_data=eval_data, method=method, **{"seed": 0, **settings})
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as out, contextlib.suppress(SearchDone):
         run_training(cfg, Path(out), StopAfterSearch())

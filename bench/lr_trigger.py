@@ -1,0 +1,161 @@
+"""Benchmark (issue 36): where does a rate win the short search and lose the run?
+
+    .venv/bin/python bench/lr_trigger.py [--methods lora] [--datasets sst2,emotion]
+        [--rows 300,1000,3000] [--max-lengths 64,128] [--seeds 0,1] [--full]
+
+A case is a dataset, a number of training rows (a seeded sample), a max length and a seed.
+Step 1, every case: the learning-rate search alone (bench/lr_search.search_one) and its choice.
+Step 2, with ``--full``, for the cases where the search chose its highest candidate or a rate
+above the method's default: the run at "auto" and, at a fixed rate, every candidate trained in
+full (epochs auto, early stopping), so the search's choice stands beside the score each rate
+reaches. Rows are appended to bench/lr_trigger_runs.jsonl as they finish (a rerun skips them);
+bench/LR_TRIGGER.md is rewritten from that file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from bench.lr_search import search_one
+from bench.tasks import COMMIT, DATASETS, SHARED, train_subset
+
+ROOT = Path(__file__).resolve().parent.parent
+RUNS = ROOT / "bench" / "lr_trigger_runs.jsonl"
+REPORT = ROOT / "bench" / "LR_TRIGGER.md"
+
+
+def case_key(r: dict[str, Any]) -> tuple[Any, ...]:
+    return (r["dataset"], r["method"], r["rows"], r["max_length"], r["seed"])
+
+
+def full_run(
+    dataset: str, method: str, train: Path, out: Path, lr: float | None, **settings: Any
+) -> dict[str, Any]:
+    """One complete run (``lr`` None: "auto"); its score on the dataset's own metric."""
+    from backend.run import run_training
+    from backend.training.config import TrainConfig
+
+    split, metric = DATASETS[dataset]
+    cfg = TrainConfig(
+        data=str(train), eval_data=str(SHARED / dataset / f"{split}.csv"), method=method, lr=lr, **settings
+    )
+    started = time.perf_counter()
+    s = run_training(cfg, out)
+    return {
+        "score": s[metric],
+        "lr": s["lr"],
+        "best_epoch": s["best_epoch"],
+        "epochs": s["epochs"],
+        "epochs_run": s.get("epochs_run"),
+        "lr_choice_warning": s.get("lr_choice_warning"),
+        "seconds": round(time.perf_counter() - started, 1),
+    }
+
+
+def suspicious(search: dict[str, Any], method: str) -> bool:
+    """The search chose its highest candidate, or a rate above the method's default."""
+    from backend.methods import registry
+
+    spec = registry.get(method)
+    return search["chosen"] >= max(search["candidates"]) or search["chosen"] > spec.default_lr * 1.01
+
+
+def candidates_of(method: str) -> list[float]:
+    """The method's candidates at its default settings (the cases use no other)."""
+    from backend.methods import registry
+
+    spec = registry.get(method)
+    return sorted(spec.learning_rates(spec.make_config()))
+
+
+def render(rows: list[dict[str, Any]]) -> str:
+    lines = [
+        "# Where a rate wins the short search and loses the run (`bench/lr_trigger.py`)",
+        "",
+        "Each case: a seeded sample of the training rows, the dataset's own evaluation split, batch 32, "
+        "epochs and learning rate auto, early stopping. *chosen*: what the search chose (it stops "
+        "there); *auto run*: the full run at that choice; then every candidate run in full at a fixed "
+        "rate (only for the cases where the search chose its highest candidate or a rate above the "
+        "method's default). Score: accuracy, macro-F1 for sms_spam.",
+        "",
+        "| dataset | method | rows | max length | seed | chosen | auto run | each candidate in full "
+        "| best − auto | code |",
+        "|---|---|---:|---:|---:|---:|---:|---|---:|---|",
+    ]
+    for r in rows:
+        full = r.get("full") or {}
+        cands = "; ".join(f"{lr}: {v['score']:.3f} (best epoch {v['best_epoch']})" for lr, v in full.items())
+        auto = r.get("auto")
+        best = max((v["score"] for v in full.values()), default=None)
+        gap = f"{best - auto['score']:+.3f}" if auto and best is not None else "–"
+        lines.append(
+            f"| {r['dataset']} | {r['method']} | {r['rows']} | {r['max_length']} | {r['seed']} | "
+            f"{r['chosen']:g} | {auto['score']:.3f} | {cands or '–'} | {gap} | {r['commit']} |"
+            if auto
+            else f"| {r['dataset']} | {r['method']} | {r['rows']} | {r['max_length']} | {r['seed']} | "
+            f"{r['chosen']:g} | – | – | – | {r['commit']} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def run_case(
+    key: tuple[Any, ...], row: dict[str, Any] | None, train: Path, full: bool, folder: Path
+) -> dict[str, Any]:
+    """A case's search (unless recorded), then its full runs if asked and the choice is suspect."""
+    dataset, method, _, max_length, seed = key
+    settings = {"seed": seed, "max_length": max_length}
+    if row is None:
+        search = search_one(dataset, method, train, **settings)
+        row = dict(zip(("dataset", "method", "rows", "max_length", "seed"), key, strict=True))
+        row |= {"chosen": search["chosen"], "search_log": search["log"], "commit": COMMIT}
+    candidates = candidates_of(method)
+    if full and "auto" not in row and suspicious({"chosen": row["chosen"], "candidates": candidates}, method):
+        out = folder / "-".join(map(str, key))
+        row["auto"] = full_run(dataset, method, train, out / "auto", None, **settings)
+        row["full"] = {
+            f"{lr:g}": full_run(dataset, method, train, out / f"{lr:g}", lr, **settings) for lr in candidates
+        }
+    return row
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--methods", default="lora")
+    p.add_argument("--datasets", default=",".join(DATASETS))
+    p.add_argument("--rows", default="300,1000,3000")
+    p.add_argument("--max-lengths", default="64,128")
+    p.add_argument("--seeds", default="0")
+    p.add_argument("--full", action="store_true", help="also run the suspect cases in full")
+    args = p.parse_args()
+    if not SHARED.is_dir():
+        print(f"no shared data at {SHARED}", file=sys.stderr)
+        return 2
+    done = {case_key(r): r for r in map(json.loads, RUNS.read_text().splitlines())} if RUNS.exists() else {}
+    folder = Path(tempfile.mkdtemp(prefix="bench-lr-trigger-"))
+    cases = [
+        (dataset, method, rows, max_length, seed)
+        for dataset in args.datasets.split(",")
+        for rows in map(int, args.rows.split(","))
+        for method in args.methods.split(",")
+        for max_length in map(int, args.max_lengths.split(","))
+        for seed in map(int, args.seeds.split(","))
+    ]
+    for key in cases:
+        train = train_subset(key[0], key[2], folder)
+        done[key] = run_case(key, done.get(key), train, args.full, folder)
+        print(json.dumps(done[key]), flush=True)
+        RUNS.write_text("".join(json.dumps(r) + "\n" for r in done.values()))
+        REPORT.write_text(render(list(done.values())))
+    print(REPORT.read_text())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
