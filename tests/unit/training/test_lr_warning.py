@@ -1,6 +1,6 @@
 """The doubt about a searched learning rate (issue 36): one sentence when the chosen rate is the
-highest or lowest candidate, or the best epoch came in the first quarter of the plan; and where
-a run's score is read, that sentence with it."""
+highest or lowest candidate (other than the method's default), or the best epoch came in the
+first quarter of the epochs trained; and where a run's score is read, that sentence with it."""
 
 from __future__ import annotations
 
@@ -13,15 +13,20 @@ from backend.training.lr_warning import lr_choice_warning
 from tests.conftest import sentiment_rows, write_csv
 from tests.tiny_models import TINY_BERT
 
-RATES = (3e-4, 1e-3, 3e-3, 1e-2)  # LoRA's candidates
+RATES = (3e-4, 1e-3, 3e-3, 1e-2)  # LoRA's candidates; its default 2e-3 is nearest 3e-3
 
 
-def summary(chosen: float, best_epoch: int = 8, epochs: int = 10, **search: Any) -> dict[str, Any]:
-    candidates = [{"lr": lr, "eval_loss": 1.0, "diverged": False} for lr in RATES]
+def summary(
+    chosen: float, best_epoch: int = 8, run: int = 10, method: str = "lora", rates: tuple[float, ...] = RATES,
+    **search: Any,
+) -> dict[str, Any]:  # fmt: skip
+    candidates = [{"lr": lr, "eval_loss": 1.0, "diverged": False} for lr in rates]
     return {
+        "method": method,
         "lr_search": {"chosen": chosen, "candidates": candidates, "inconclusive": False, **search},
         "best_epoch": best_epoch,
-        "epochs": epochs,
+        "epochs": 19,
+        "epochs_run": run,
     }
 
 
@@ -37,14 +42,23 @@ def test_the_lowest_candidate_is_doubted_with_the_next_higher_one_named() -> Non
 
 
 def test_an_early_best_epoch_is_doubted_at_an_inner_rate() -> None:
-    warning = lr_choice_warning(summary(3e-3, best_epoch=2, epochs=10))
-    assert warning is not None and "best epoch came early (2 of 10 planned)" in warning
+    warning = lr_choice_warning(summary(3e-3, best_epoch=2, run=10))
+    assert warning is not None and "best epoch came early (2 of 10 trained)" in warning
     assert "compare a run at 0.001" in warning and "searched" not in warning
 
 
 def test_an_inner_rate_whose_best_epoch_came_late_is_not_doubted() -> None:
-    assert lr_choice_warning(summary(3e-3, best_epoch=3, epochs=10)) is None
-    assert lr_choice_warning(summary(1e-3, best_epoch=10, epochs=10)) is None
+    assert lr_choice_warning(summary(3e-3, best_epoch=3, run=10)) is None
+    assert lr_choice_warning(summary(1e-3, best_epoch=10, run=10)) is None
+    # early stopping after 3 epochs without gain: best 2 of 5 trained is not "early"
+    assert lr_choice_warning(summary(3e-3, best_epoch=2, run=5)) is None
+
+
+def test_the_methods_default_at_an_edge_is_not_doubted_for_being_there() -> None:
+    """Prefix tuning's default 3e-2 is its highest candidate: kept, it is not the search's doing."""
+    prefix = (1e-3, 3e-3, 1e-2, 3e-2)
+    assert lr_choice_warning(summary(3e-2, method="prefix", rates=prefix)) is None
+    assert "best epoch came early" in (lr_choice_warning(summary(3e-2, 1, 8, "prefix", prefix)) or "")
 
 
 def test_no_search_or_an_inconclusive_one_is_not_doubted() -> None:
