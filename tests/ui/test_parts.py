@@ -390,6 +390,34 @@ def test_a_doubted_learning_rate_is_marked_on_the_run_page_and_in_compare() -> N
     assert plain["Learning rate"] == "1e-02 (auto)" and doubt not in plain["Note"]
 
 
+def test_filled_settings_survive_the_method_change_firing_twice(
+    methods: list[dict[str, Any]], tmp_path: Path
+) -> None:
+    """ "Use these settings" fills LoRA at 0.003 and 2 epochs; the method's change may fire more
+    than once for LoRA, and each time must leave them, not reset LoRA's defaults (2e-3)."""
+    from ui.endpoints import Endpoints
+    from ui.tabs.train import _Handlers
+
+    data = tmp_path / "data"
+    bench = Workbench(
+        Settings(
+            data_dir=data, models_cache=Settings.from_env().models_cache, db_url=f"sqlite:///{data / 'w.db'}"
+        )
+    )
+    with gr.Blocks():
+        forms = build_method_forms(methods, "lora")
+    handlers = _Handlers(Endpoints(bench), forms)
+    lora = next(m["label"] for m in methods if m["key"] == "lora")
+    keep: Any = {"method": "lora", "epochs": 2, "lr": 0.003}
+    for _ in range(2):  # the state output, when not a skip, is what the next call gets
+        *_, epochs, lr, keep_out = handlers.method_changed(lora, keep)
+        assert (epochs, lr) == (2, 0.003)
+        keep = keep if keep_out == gr.skip() else keep_out
+    other = next(m["label"] for m in methods if m["key"] == "prompt")
+    *_, epochs, lr, keep_out = handlers.method_changed(other, keep)  # another method: its defaults
+    assert keep_out is None and lr == next(m["default_lr"] for m in methods if m["key"] == "prompt")
+
+
 # ---------------------------------------------------------------- limits and cleanup
 
 

@@ -50,9 +50,12 @@ class _Handlers:
         m = self.endpoints.method(label)
         text = f"*{m['description']}* (library: {m['library']})"
         if keep and keep["method"] == m["key"]:
+            # ``keep`` stays until another method is picked: the change can fire a second time
+            # for the same method, and a consumed ``keep`` then reset the filled rate to the
+            # method's default (a clean-clone run of the browser test: 0.002 for 0.003).
             kept = [gr.skip() if keep[k] is None else keep[k] for k in ("epochs", "lr")]
-            return [*self.forms.visibility(m["key"]), text, *kept, None]
-        return [*self.forms.visibility(m["key"]), text, m["default_epochs"], m["default_lr"], gr.skip()]
+            return [*self.forms.visibility(m["key"]), text, *kept, gr.skip()]
+        return [*self.forms.visibility(m["key"]), text, m["default_epochs"], m["default_lr"], None]
 
     def use_run(self, job_id: int | None, label: str) -> list[Any]:
         """Every control set from job ``job_id``'s settings; the request is then cleared."""
