@@ -24,15 +24,32 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-WORDS = "the a film movie great awful boring plot cast ending was and very not quite".split()
+WORDS = [
+    "the",
+    "a",
+    "film",
+    "movie",
+    "great",
+    "awful",
+    "boring",
+    "plot",
+    "cast",
+    "ending",
+    "was",
+    "and",
+    "very",
+    "not",
+    "quite",
+]
 MEASURE = """
 import json, resource, sys, time
 from backend.data.prepare import prepare
 base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 began = time.perf_counter()
 prepared = prepare(sys.argv[1], drop_invalid=True, max_rows=100_000_000)
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 print(json.dumps({"rows": prepared.spec.rows, "seconds": time.perf_counter() - began,
-                  "base_mb": base / 1024, "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+                  "base_mb": base / 1024, "peak_mb": peak / 1024}))
 """
 
 
@@ -66,8 +83,8 @@ def main() -> None:
 Measured {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC on {os.cpu_count()} CPU cores, Python
 {platform.python_version()}: `python bench/upload_memory.py {" ".join(sys.argv[1:])}`.
 
-A CSV of {size_mb:.0f} MB ({got["rows"]:,} rows of short texts, two labels) checked as an upload is
-before it is stored (`backend.data.prepare`: read, every row checked, hashed), in a fresh process:
+A CSV of {size_mb:.0f} MB ({got["rows"]:,} rows of short texts, two labels), checked as an upload
+is before it is stored (`backend.data.prepare`: read, every row checked, hashed), in a fresh process:
 
 | file | peak above the process's baseline | multiple of the file | time |
 |---:|---:|---:|---:|
