@@ -46,8 +46,10 @@ def lr_choice_warning(summary: dict[str, Any]) -> str | None:
         return None
     searched = f"{rates[0]:g} to {rates[-1]:g}"
     reasons = []
-    if edge:
-        reasons.append(f"it is the {edge} rate searched ({searched}), so a better one may lie beyond")
+    if edge == "highest":  # too high is the usual case (the module's docstring)
+        reasons.append(f"it is the highest rate searched ({searched}), which a short search favours")
+    elif edge:
+        reasons.append(f"it is the lowest rate searched ({searched}), and a better one may lie below")
     if early:
         reasons.append(f"the best epoch came early ({best} of {run} trained), as with a rate too high")
     neighbour = _neighbour(rates, chosen, lower=edge != "lowest")

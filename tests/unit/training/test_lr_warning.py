@@ -32,7 +32,10 @@ def summary(
 
 def test_the_highest_candidate_is_doubted_with_the_next_lower_one_named() -> None:
     warning = lr_choice_warning(summary(1e-2))
-    assert warning is not None and "highest rate searched (0.0003 to 0.01)" in warning
+    assert (
+        warning is not None
+        and "highest rate searched (0.0003 to 0.01), which a short search favours" in warning
+    )
     assert "compare a run at 0.003" in warning and "epoch" not in warning
 
 
