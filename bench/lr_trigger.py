@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from backend.training.config import AUTO
 from bench.lr_search import search_one
 from bench.tasks import COMMIT, DATASETS, SHARED, train_subset
 
@@ -36,9 +37,9 @@ def case_key(r: dict[str, Any]) -> tuple[Any, ...]:
 
 
 def full_run(
-    dataset: str, method: str, train: Path, out: Path, lr: float | None, **settings: Any
+    dataset: str, method: str, train: Path, out: Path, lr: float | str, **settings: Any
 ) -> dict[str, Any]:
-    """One complete run (``lr`` None: "auto"); its score on the dataset's own metric."""
+    """One complete run at ``lr`` (a number, or "auto"); its score on the dataset's own metric."""
     from backend.run import run_training
     from backend.training.config import TrainConfig
 
@@ -80,27 +81,26 @@ def render(rows: list[dict[str, Any]]) -> str:
         "# Where a rate wins the short search and loses the run (`bench/lr_trigger.py`)",
         "",
         "Each case: a seeded sample of the training rows, the dataset's own evaluation split, batch 32, "
-        "epochs and learning rate auto, early stopping. *chosen*: what the search chose (it stops "
-        "there); *auto run*: the full run at that choice; then every candidate run in full at a fixed "
-        "rate (only for the cases where the search chose its highest candidate or a rate above the "
-        "method's default). Score: accuracy, macro-F1 for sms_spam.",
+        "epochs auto, early stopping. *chosen*: what the search chose (it stops there); *auto run*: "
+        "the full run with the learning rate auto; then every candidate run in full at a fixed rate, "
+        "for the cases where the search chose its highest candidate or a rate above the method's "
+        "default. *default run*: at the method's fixed default (2e-3 for LoRA; rows whose first "
+        "'auto' run passed no rate, which means the default). Score: accuracy, macro-F1 for sms_spam.",
         "",
-        "| dataset | method | rows | max length | seed | chosen | auto run | each candidate in full "
-        "| best − auto | code |",
-        "|---|---|---:|---:|---:|---:|---:|---|---:|---|",
+        "| dataset | method | rows | max length | seed | chosen | auto run | default run "
+        "| each candidate in full | best − auto | code |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---|---:|---|",
     ]
     for r in rows:
         full = r.get("full") or {}
         cands = "; ".join(f"{lr}: {v['score']:.3f} (best epoch {v['best_epoch']})" for lr, v in full.items())
-        auto = r.get("auto")
+        auto, default = r.get("auto"), r.get("default")
         best = max((v["score"] for v in full.values()), default=None)
         gap = f"{best - auto['score']:+.3f}" if auto and best is not None else "–"
+        scores = [f"{run['score']:.3f}" if run else "–" for run in (auto, default)]
         lines.append(
             f"| {r['dataset']} | {r['method']} | {r['rows']} | {r['max_length']} | {r['seed']} | "
-            f"{r['chosen']:g} | {auto['score']:.3f} | {cands or '–'} | {gap} | {r['commit']} |"
-            if auto
-            else f"| {r['dataset']} | {r['method']} | {r['rows']} | {r['max_length']} | {r['seed']} | "
-            f"{r['chosen']:g} | – | – | – | {r['commit']} |"
+            f"{r['chosen']:g} | {scores[0]} | {scores[1]} | {cands or '–'} | {gap} | {r['commit']} |"
         )
     return "\n".join(lines) + "\n"
 
@@ -116,12 +116,15 @@ def run_case(
         row = dict(zip(("dataset", "method", "rows", "max_length", "seed"), key, strict=True))
         row |= {"chosen": search["chosen"], "search_log": search["log"], "commit": COMMIT}
     candidates = candidates_of(method)
-    if full and "auto" not in row and suspicious({"chosen": row["chosen"], "candidates": candidates}, method):
+    if full and suspicious({"chosen": row["chosen"], "candidates": candidates}, method):
         out = folder / "-".join(map(str, key))
-        row["auto"] = full_run(dataset, method, train, out / "auto", None, **settings)
-        row["full"] = {
-            f"{lr:g}": full_run(dataset, method, train, out / f"{lr:g}", lr, **settings) for lr in candidates
-        }
+        if "auto" not in row:
+            row["auto"] = full_run(dataset, method, train, out / "auto", AUTO, **settings)
+        if "full" not in row:
+            row["full"] = {
+                f"{lr:g}": full_run(dataset, method, train, out / f"{lr:g}", lr, **settings)
+                for lr in candidates
+            }
     return row
 
 
