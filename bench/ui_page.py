@@ -28,17 +28,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.ui import cpu_seconds, free_port, start, stop, wait_training, write_rows  # noqa: E402
+from tests.ui.chromium import BROWSER_ARGS, CHROMIUM  # noqa: E402
 
 TABS = ["Data", "Train", "Runs", "Probing by layer", "Compare", "Sweeps", "Error analysis", "Export"]
-BROWSER_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-quic",
-]
 BEGIN, END = "<!-- page CPU: bench/ui_page.py -->", "<!-- /page CPU -->"
 IDLE_TARGET, TRAINING_TARGET = 0.02, 0.10
 
@@ -84,7 +76,7 @@ def run(args: argparse.Namespace) -> list[tuple[str, str, float, float]]:
     rows: list[tuple[str, str, float, float]] = []
     try:
         with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path="/usr/bin/chromium", headless=True, args=BROWSER_ARGS)
+            browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=BROWSER_ARGS)
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
             page.goto(url)
             page.get_by_role("tab", name="Data").wait_for()

@@ -18,19 +18,10 @@ from typing import Any
 
 import pytest
 
+from tests.ui.chromium import BROWSER_ARGS, CHROMIUM
 from tests.ui.conftest import JOB_TIMEOUT, Server, wait_finished
 
-CHROMIUM = Path("/usr/bin/chromium")
 DOCS_IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
-BROWSER_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-quic",
-]
 UI_TIMEOUT_MS = 30_000  # one UI round trip on a busy 2-core machine
 JOB_TIMEOUT_MS = int(JOB_TIMEOUT * 1000)
 

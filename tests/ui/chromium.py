@@ -1,0 +1,18 @@
+"""Debian's chromium as the browser tests and bench/ui_page.py launch it (headless, via Playwright)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+CHROMIUM = Path("/usr/bin/chromium")
+# No sandbox (root in a container), no GPU, and none of the background traffic a fresh profile
+# starts: the page's own work is what the tests wait for and what the bench measures.
+BROWSER_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
