@@ -78,7 +78,13 @@ def keep_default_on_a_tie(finalists: list[Candidate], anchor: Candidate | None, 
 
 def nearest(candidates: list[Candidate], prior: float) -> Candidate:
     """The candidate nearest ``prior`` on a log scale (the method's default, or the closest to it)."""
-    return min(candidates, key=lambda c: abs(math.log(c.lr / prior)))
+    rate = nearest_rate([c.lr for c in candidates], prior)
+    return next(c for c in candidates if c.lr == rate)
+
+
+def nearest_rate(rates: list[float], prior: float) -> float:
+    """The rate nearest ``prior`` on a log scale (also what a finished run's warning checks)."""
+    return min(rates, key=lambda lr: abs(math.log(lr / prior)))
 
 
 def paired_gap(worse: np.ndarray, better: np.ndarray) -> tuple[float, float]:

@@ -25,6 +25,7 @@ import math
 from typing import Any
 
 from backend.methods import registry
+from backend.training.lr_search_noise import nearest_rate
 
 EARLY_SHARE = 0.25  # "early": the best epoch within this share of the epochs planned
 
@@ -62,8 +63,7 @@ def _is_default(method: str | None, rates: list[float], chosen: float) -> bool:
     known = registry.keys()  # a module function, not a dict's
     if method is None or method not in known:
         return False
-    default = registry.get(method).default_lr
-    return math.isclose(min(rates, key=lambda r: abs(math.log(r / default))), chosen)
+    return math.isclose(nearest_rate(rates, registry.get(method).default_lr), chosen)
 
 
 def _neighbour(rates: list[float], chosen: float, *, lower: bool) -> float | None:
