@@ -18,8 +18,8 @@ import psutil
 from bench.faults_jobs import Result, result
 from tests.conftest import sentiment_rows, write_csv
 from tests.jobs.conftest import wait_for
+from tests.ui.chromium import BROWSER_ARGS, CHROMIUM, nav
 from tests.ui.conftest import Server, http_ok
-from tests.ui.test_browser import BROWSER_ARGS, CHROMIUM
 
 UPLOAD_LIMIT_MB = 500  # the app's default, which the server below runs with
 
@@ -170,7 +170,7 @@ def polling(server: Server, job: int, sessions: int, seconds: float) -> Result:
         for _ in range(sessions):
             page = browser.new_context().new_page()
             page.goto(server.url)
-            page.get_by_role("tab", name="Runs").click()
+            nav(page, "Runs").click()
         chromium = [c for c in psutil.Process().children(recursive=True) if "chrom" in c.name()]
         server_proc = psutil.Process(server.process.pid)
         before = cpu_seconds(chromium), cpu_seconds([server_proc])

@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.ui import cpu_seconds, free_port, start, stop, wait_training, write_rows  # noqa: E402
-from tests.ui.chromium import BROWSER_ARGS, CHROMIUM  # noqa: E402
+from tests.ui.chromium import BROWSER_ARGS, CHROMIUM, nav  # noqa: E402
 
 TABS = ["Data", "Train", "Runs", "Probing by layer", "Compare", "Sweeps", "Error analysis", "Export"]
 BEGIN, END = "<!-- page CPU: bench/ui_page.py -->", "<!-- /page CPU -->"
@@ -60,7 +60,7 @@ def measure(seconds: float, server_pid: int) -> tuple[float, float]:
 
 
 def show(page: Any, tab: str, settle: float) -> None:
-    page.get_by_role("tab", name=tab, exact=True).click()
+    nav(page, tab).click()
     page.mouse.move(0, 0)
     time.sleep(settle)
 
@@ -79,7 +79,7 @@ def run(args: argparse.Namespace) -> list[tuple[str, str, float, float]]:
             browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=BROWSER_ARGS)
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
             page.goto(url)
-            page.get_by_role("tab", name="Data").wait_for()
+            nav(page, "Data").wait_for()
             for tab in TABS:
                 show(page, tab, args.settle)
                 rows.append(("idle", tab, *measure(args.seconds, process.pid)))

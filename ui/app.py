@@ -15,7 +15,7 @@ import gradio as gr
 from service.api import Workbench
 from ui import registry as api_endpoints
 from ui.endpoints import Endpoints
-from ui.pacing import timers_follow_tabs
+from ui.nav import HIDDEN_CSS, Navigation
 from ui.tabs.compare import build_compare_tab
 from ui.tabs.data import build_data_tab
 from ui.tabs.errors import build_errors_tab
@@ -27,6 +27,7 @@ from ui.tabs.train import build_train_tab
 
 TITLE = "Adaptation workbench"
 DELETE_CACHE = (3600, 24 * 3600)  # every hour, temporary files older than a day
+PAGES = ["Data", "Train", "Runs", "Sweeps", "Probing by layer", "Compare", "Error analysis", "Export"]
 INTRO = (
     "Adapt a pretrained language model to your labelled texts: **Data** → **Train** → watch "
     "**Runs** → **Compare** methods → **Export**. Training runs in the background; you can "
@@ -34,7 +35,8 @@ INTRO = (
 )
 
 # Passed to launch() (Gradio 6 takes app-level CSS there, not in Blocks()).
-CSS = """
+CSS = (
+    """
 .wb-confusions { display: flex; flex-wrap: wrap; gap: 1.5rem; }
 .wb-confusion-title { font-weight: 600; margin-bottom: 0.3rem; }
 .wb-confusion table { border-collapse: collapse; font-variant-numeric: tabular-nums; }
@@ -58,7 +60,11 @@ td[data-cell] { cursor: pointer; }
 td.wb-right { background: rgba(22, 163, 74, 0.12); }
 td.wb-wrong { background: rgba(220, 38, 38, 0.14); }
 td.wb-selected { outline: 2px solid var(--color-accent); outline-offset: -2px; }
+#wb-nav { gap: 0.4rem; flex-wrap: wrap; }
+#wb-nav button { flex: 0 1 auto; }
 """
+    + HIDDEN_CSS
+)
 
 
 def build(api: Workbench) -> gr.Blocks:
@@ -70,31 +76,28 @@ def build(api: Workbench) -> gr.Blocks:
         # UI event named after a same-named handler would get them.
         api_endpoints.register(endpoints)
         gr.Markdown(f"# {TITLE}\n{INTRO}")
-        with gr.Tabs() as tabs:
-            with gr.Tab("Data") as data_tab:
-                data = build_data_tab(endpoints, demo)
-            with gr.Tab("Train", id="train") as train_tab:
-                train = build_train_tab(endpoints, demo, data.selected, data.eval_selected)
-            with gr.Tab("Runs", id="runs") as runs_tab:
-                runs = build_runs_tab(endpoints, demo, runs_tab)
-            with gr.Tab("Sweeps") as sweeps_tab:
-                sweeps = build_sweeps_tab(endpoints, sweeps_tab)
-            with gr.Tab("Probing by layer") as probing_tab:
-                build_probing_tab(endpoints, probing_tab)
-            with gr.Tab("Compare") as compare_tab:
-                build_compare_tab(endpoints, compare_tab)
-            with gr.Tab("Error analysis") as errors_tab:
-                build_errors_tab(endpoints, errors_tab)
-            with gr.Tab("Export") as export_tab:
-                build_export_tab(endpoints, export_tab)
-        shown_alone = [data_tab, train_tab, probing_tab, compare_tab, errors_tab, export_tab]
-        timers_follow_tabs(
-            [(runs_tab, runs.timer), (sweeps_tab, sweeps.timer), *((t, None) for t in shown_alone)]
-        )
+        nav = Navigation.row(PAGES)
+        with nav.page("Data"):
+            data = build_data_tab(endpoints, demo)
+        with nav.page("Train"):
+            train = build_train_tab(endpoints, demo, data.selected, data.eval_selected)
+        with nav.page("Runs") as runs_page:
+            runs = build_runs_tab(endpoints, demo, runs_page)
+        with nav.page("Sweeps") as sweeps_page:
+            sweeps = build_sweeps_tab(endpoints, sweeps_page)
+        with nav.page("Probing by layer") as probing_page:
+            build_probing_tab(endpoints, probing_page)
+        with nav.page("Compare") as compare_page:
+            build_compare_tab(endpoints, compare_page)
+        with nav.page("Error analysis") as errors_page:
+            build_errors_tab(endpoints, errors_page)
+        with nav.page("Export") as export_page:
+            build_export_tab(endpoints, export_page)
+        nav.wire(timers={"Runs": runs.timer, "Sweeps": sweeps.timer})
         _wire_across_tabs(train.launched, runs.selected)
-        _open_runs_from(sweeps.opened, runs.selected, tabs)
-        _open_runs_from(sweeps.use, train.use, tabs, tab="train")
-        _open_runs_from(runs.rerun, train.use, tabs, tab="train")
+        _open_runs_from(sweeps.opened, runs.selected, nav)
+        _open_runs_from(sweeps.use, train.use, nav, page="Train")
+        _open_runs_from(runs.rerun, train.use, nav, page="Train")
     return demo
 
 
@@ -107,14 +110,15 @@ def _wire_across_tabs(launched: gr.State, selected_job: gr.State) -> None:
     launched.change(follow, [launched], [selected_job], api_visibility="private")
 
 
-def _open_runs_from(opened: gr.State, selected_job: gr.State, tabs: gr.Tabs, tab: str = "runs") -> None:
-    """A run clicked on the Sweeps tab opens on the Runs tab (or, for "use these settings",
-    its settings on the Train tab)."""
+def _open_runs_from(opened: gr.State, selected_job: gr.State, nav: Navigation, page: str = "Runs") -> None:
+    """A run clicked on the Sweeps page opens on the Runs page (or, for "use these settings",
+    its settings on the Train page)."""
+    skip = [gr.skip() for _ in nav.outputs]
 
-    def open_run(job_id: Any) -> tuple[Any, Any, Any]:
+    def open_run(job_id: Any) -> list[Any]:
         if job_id is None:
-            return gr.skip(), gr.skip(), gr.skip()
+            return [gr.skip(), *skip, gr.skip()]
         # Cleared again, so that clicking the same point later opens it again.
-        return job_id, gr.Tabs(selected=tab), None
+        return [job_id, *nav.open(page), None]
 
-    opened.change(open_run, [opened], [selected_job, tabs, opened], api_visibility="private")
+    opened.change(open_run, [opened], [selected_job, *nav.outputs, opened], api_visibility="private")

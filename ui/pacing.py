@@ -1,5 +1,5 @@
 """How often the tabs' timers poll: fast while what a tab shows can change, slowly otherwise,
-and not at all while another tab is shown.
+and not at all while another page is shown (``ui.nav``).
 
 Every tick is a round trip through Gradio's queue and a redraw of whatever it sends, on every
 open page: timers that polled every 2 s whether or not anything ran cost a busy browser half a
@@ -21,15 +21,3 @@ def pace(busy: bool, fast: float, previous: float | None) -> tuple[Any, float]:
     """The timer's new interval as an output (``gr.skip()`` when unchanged) and the interval."""
     seconds = fast if busy else IDLE_SECONDS
     return (gr.skip() if seconds == previous else seconds), seconds
-
-
-def timers_follow_tabs(tabs: list[tuple[gr.Tab, gr.Timer | None]]) -> None:
-    """Each timer ticks only while its own tab is shown (``None``: a tab without a timer)."""
-    timers = [timer for _, timer in tabs if timer is not None]
-
-    for tab, own in tabs:
-
-        def shown(own: gr.Timer | None = own) -> list[Any]:
-            return [gr.Timer(active=timer is own) for timer in timers]
-
-        tab.select(shown, None, timers, api_visibility="private", show_progress="hidden")

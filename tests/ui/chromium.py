@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 CHROMIUM = Path("/usr/bin/chromium")
 # No sandbox (root in a container), no GPU, and none of the background traffic a fresh profile
@@ -16,3 +17,8 @@ BROWSER_ARGS = [
     "--no-first-run",
     "--disable-quic",
 ]
+
+
+def nav(page: Any, name: str) -> Any:
+    """The app's navigation button for page ``name`` (ui.nav: a row of buttons, not tabs)."""
+    return page.locator("#wb-nav").get_by_role("button", name=name, exact=True)

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from tests.ui.chromium import BROWSER_ARGS, CHROMIUM
+from tests.ui.chromium import BROWSER_ARGS, CHROMIUM, nav
 from tests.ui.conftest import JOB_TIMEOUT, Server, wait_finished
 
 DOCS_IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
@@ -50,7 +50,7 @@ def page(browser: Any, server: Server, artifacts: Path, request: pytest.FixtureR
     context = browser.new_context(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
     page = context.new_page()
     page.goto(server.url)
-    expect(page.get_by_role("tab", name="Data")).to_be_visible()
+    expect(nav(page, "Data")).to_be_visible()
     yield page
     page.screenshot(path=str(artifacts / f"{request.node.name}-last.png"), full_page=True)
     context.close()
@@ -167,7 +167,7 @@ def _set_up_lora(page: Any, artifacts: Path) -> None:
     """Pick LoRA, move its rank, check the parameter line follows; short common settings."""
     from playwright.sync_api import expect
 
-    page.get_by_role("tab", name="Train").click()
+    nav(page, "Train").click()
     params = page.locator("#trainable-params")
     expect(params).to_have_text(PARAM_LINE)
     lora_default = _count(params.inner_text())  # LoRA is selected when the page opens
@@ -228,7 +228,7 @@ def _watch(page: Any, job_id: int, other_id: int, artifacts: Path) -> None:
     a click on another job's row shows that job."""
     from playwright.sync_api import expect
 
-    page.get_by_role("tab", name="Runs").click()
+    nav(page, "Runs").click()
     expect(page.get_by_role("heading", name=re.compile(rf"#{job_id} lora r=16"))).to_be_visible()
     shot(page, artifacts, "04-runs-started")
     expect(page.locator("#run-summary")).to_contain_text("succeeded", timeout=JOB_TIMEOUT_MS)
@@ -247,11 +247,11 @@ def _watch(page: Any, job_id: int, other_id: int, artifacts: Path) -> None:
 def _compare(page: Any, job_ids: list[int], artifacts: Path, text: str) -> None:
     from playwright.sync_api import expect
 
-    page.get_by_role("tab", name="Compare").click()
+    nav(page, "Compare").click()
     page.get_by_role("button", name="Refresh list").filter(visible=True).click()
     for job_id in job_ids:
         page.get_by_role("checkbox", name=re.compile(rf"^#{job_id} ")).check()
-    page.get_by_role("button", name="Compare", exact=True).click()
+    page.get_by_role("button", name="Compare ticked runs").click()
     table = page.locator("#compare-table")
     for job_id in job_ids:
         expect(table).to_contain_text(f"#{job_id} ")
@@ -263,22 +263,22 @@ def _compare(page: Any, job_ids: list[int], artifacts: Path, text: str) -> None:
     for job_id in job_ids:
         expect(predictions).to_contain_text(f"#{job_id} ", timeout=JOB_TIMEOUT_MS)
     shot(page, artifacts, "06-compare")
-    readme_shot(page, "compare.png", page.get_by_role("tab", name="Compare"))
+    readme_shot(page, "compare.png", nav(page, "Compare"))
 
 
 def _probing(page: Any, artifacts: Path) -> None:
     from playwright.sync_api import expect
 
-    page.get_by_role("tab", name="Probing by layer").click()
+    nav(page, "Probing by layer").click()
     expect(page.get_by_text("Best layer:")).to_be_visible()
     shot(page, artifacts, "07-probing")
-    readme_shot(page, "probing.png", page.get_by_role("tab", name="Probing by layer"))
+    readme_shot(page, "probing.png", nav(page, "Probing by layer"))
 
 
 def _download(page: Any, job_id: int, tmp_path: Path, artifacts: Path) -> Path:
     from playwright.sync_api import expect
 
-    page.get_by_role("tab", name="Export").click()
+    nav(page, "Export").click()
     # The most recent finished run is preselected: the download is ready before any choice.
     expect(page.get_by_role("button", name="Download adapter")).to_be_enabled(timeout=JOB_TIMEOUT_MS)
     page.get_by_label("Run to export").click()
@@ -306,7 +306,7 @@ def test_a_grid_sweep_shows_its_front_opens_runs_and_fills_the_train_tab(
     from playwright.sync_api import expect
 
     _upload(page, tiny_csv, artifacts)
-    page.get_by_role("tab", name="Train").click()
+    nav(page, "Train").click()
     _type_common(page, epochs="2", lr="0.003")
     page.get_by_text("Sweep: try several settings of this method").click()
     page.locator("#sweep-axis1").get_by_role("textbox").fill("rank=1,8")
@@ -318,7 +318,7 @@ def test_a_grid_sweep_shows_its_front_opens_runs_and_fills_the_train_tab(
     page.get_by_role("radio", name="Prompt tuning").check()
     page.get_by_label("Learning rate: auto").check()
 
-    page.get_by_role("tab", name="Sweeps").click()
+    nav(page, "Sweeps").click()
     summary = page.locator("#sweep-summary")
     expect(summary).to_contain_text("2/2 trials ended", timeout=2 * JOB_TIMEOUT_MS)
     detail = server.workbench().get_sweep(sweep_id)
@@ -340,7 +340,7 @@ def test_a_grid_sweep_shows_its_front_opens_runs_and_fills_the_train_tab(
     page.locator(f"#sweep-pareto circle[data-key='{other}']").click()
     expect(page.get_by_role("heading", name=re.compile(rf"#{other} lora"))).to_be_visible()
 
-    page.get_by_role("tab", name="Sweeps").click()
+    nav(page, "Sweeps").click()
     page.locator("#sweep-use").click()
     expect(page.locator("#launch-message")).to_contain_text(f"Settings of run #{best} filled in")
     best_rank = next(t["params"]["rank"] for t in detail["trials"] if t["job_id"] == best)
@@ -360,7 +360,7 @@ def _error_analysis(page: Any, tmp_path: Path, artifacts: Path) -> None:
     """A confusion-matrix cell filters the examples to its pair; the CSV holds exactly those."""
     from playwright.sync_api import expect
 
-    page.get_by_role("tab", name="Error analysis").click()
+    nav(page, "Error analysis").click()
     expect(page.locator("#errors-summary")).to_contain_text("examples · accuracy")
     cells = page.locator("#errors-confusion td[data-cell]")
     expect(cells).to_have_count(4)

@@ -607,3 +607,28 @@ def test_the_sweeps_timer_refreshes_the_sweep_list_when_a_status_changes(
     after = handlers.tick(sweep_id, "trainable_params", quiet[-2])
     assert after[0]["choices"][0][0].endswith("(cancelled)")
     assert after[-1] == IDLE_SECONDS  # none runs any more: it polls slowly
+
+
+def test_the_navigation_shows_one_page_and_ticks_only_its_timer() -> None:
+    """Opening a page hides every other one and stops every other page's timer (ui.nav)."""
+    from ui.nav import HIDDEN, Navigation
+
+    with gr.Blocks():
+        nav = Navigation.row(["Data", "Runs", "Sweeps"])
+        timers = {}
+        for name in nav.pages:
+            with nav.page(name):
+                gr.Markdown(name)
+                if name != "Data":
+                    timers[name] = gr.Timer(2.0, active=False)
+        nav.wire(timers)
+    assert HIDDEN not in nav.pages["Data"].column.elem_classes  # the first page shows at load
+    assert all(HIDDEN in nav.pages[name].column.elem_classes for name in ("Runs", "Sweeps"))
+    updates = nav.open("Sweeps")
+    assert len(updates) == len(nav.outputs) == 3 + 3 + 2
+    columns, buttons, ticking = updates[:3], updates[3:6], updates[6:]
+    assert [HIDDEN in column.elem_classes for column in columns] == [True, True, False]
+    assert [button.variant for button in buttons] == ["secondary", "secondary", "primary"]
+    assert [timer.active for timer in ticking] == [False, True]  # Runs stops, Sweeps ticks
+    with pytest.raises(KeyError, match="no page named"):
+        nav.open("Nowhere")

@@ -11,6 +11,7 @@ from backend.errors import ConfigError
 from ui import charts, tables
 from ui.endpoints import Endpoints
 from ui.feedback import problem
+from ui.nav import Page
 
 
 def finished_choices(endpoints: Endpoints) -> list[tuple[str, int]]:
@@ -122,7 +123,7 @@ def _try_it() -> tuple[gr.Textbox, gr.Textbox, gr.Button, gr.HTML, gr.Markdown]:
     return text, pair, predict, gr.HTML(elem_id="predictions"), gr.Markdown()
 
 
-def build_compare_tab(endpoints: Endpoints, tab: gr.Tab) -> None:
+def build_compare_tab(endpoints: Endpoints, tab: Page) -> None:
     """Lay out the Compare tab and wire its events (call inside ``tab``)."""
     h = _Handlers(endpoints)
     selection = gr.State([])
@@ -131,7 +132,7 @@ def build_compare_tab(endpoints: Endpoints, tab: gr.Tab) -> None:
             label="Finished runs", choices=[], scale=5, info="Tick the runs to put side by side."
         )
         with gr.Column(scale=1, min_width=160):
-            compare = gr.Button("Compare", variant="primary")
+            compare = gr.Button("Compare ticked runs", variant="primary")
             refresh = gr.Button("Refresh list", size="sm")
     message = gr.Markdown()
     table = gr.HTML(elem_id="compare-table")

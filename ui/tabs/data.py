@@ -245,7 +245,7 @@ def _charts() -> tuple[gr.BarPlot, gr.BarPlot]:
 
 
 def build_data_tab(endpoints: Endpoints, demo: gr.Blocks) -> DataTab:
-    """Lay out the Data tab and wire its events (call inside a ``gr.Tab``)."""
+    """Lay out the Data tab and wire its events (call inside its ``ui.nav`` page)."""
     h = _Handlers(endpoints)
     selected, eval_selected = gr.State(None), gr.State(None)
     upload, datasets, delete, example, message = _upload_row()

@@ -21,6 +21,7 @@ from ui.error_views import (
     reliability_svg,
 )
 from ui.feedback import done, problem
+from ui.nav import Page
 from ui.tabs.compare import finished_choices
 from ui.tabs.data import dataset_choices
 
@@ -128,7 +129,7 @@ class _Handlers:
         return disagreements_table(result, (f"#{job_a} predicts", f"#{job_b} predicts"))
 
 
-def build_errors_tab(endpoints: Endpoints, tab: gr.Tab) -> None:
+def build_errors_tab(endpoints: Endpoints, tab: Page) -> None:
     """Lay out the Error analysis tab and wire its events (call inside ``tab``)."""
     h = _Handlers(endpoints)
     with gr.Row(equal_height=True):

@@ -13,6 +13,7 @@ from backend.errors import ConfigError
 from ui import tables
 from ui.endpoints import Endpoints
 from ui.feedback import done, problem
+from ui.nav import Page
 from ui.tabs.compare import finished_choices
 
 CONTENTS = (
@@ -74,7 +75,7 @@ class _Handlers:
         return gr.DownloadButton(value=str(path), interactive=True), describe_zip(path)
 
 
-def build_export_tab(endpoints: Endpoints, tab: gr.Tab) -> None:
+def build_export_tab(endpoints: Endpoints, tab: Page) -> None:
     """Lay out the Export tab and wire its events (call inside ``tab``)."""
     h = _Handlers(endpoints)
     gr.Markdown(CONTENTS)

@@ -9,6 +9,7 @@ import gradio as gr
 from ui import charts
 from ui.endpoints import Endpoints
 from ui.feedback import problem
+from ui.nav import Page
 
 HOW_TO = (
     "Train a **Probing** run with **Probe every layer** ticked (Train tab): one probe per "
@@ -48,7 +49,7 @@ def show(endpoints: Endpoints, job_id: int | None) -> tuple[Any, str]:
     return frame, text
 
 
-def build_probing_tab(endpoints: Endpoints, tab: gr.Tab) -> None:
+def build_probing_tab(endpoints: Endpoints, tab: Page) -> None:
     """Lay out the Probing-by-layer tab and wire its events (call inside ``tab``)."""
     gr.Markdown(HOW_TO)
     with gr.Row(equal_height=True):

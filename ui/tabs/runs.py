@@ -11,6 +11,7 @@ from ui import charts, tables
 from ui.endpoints import Endpoints
 from ui.feedback import WARNING, done, problem
 from ui.forms import shown
+from ui.nav import Page
 from ui.pacing import pace
 from ui.tabs.runs_plots import detail_plots
 
@@ -264,9 +265,9 @@ def _action_buttons() -> tuple[gr.Button, gr.Button, gr.Button, gr.Button]:
         )
 
 
-def build_runs_tab(endpoints: Endpoints, demo: gr.Blocks, tab: gr.Tab) -> RunsTab:
+def build_runs_tab(endpoints: Endpoints, demo: gr.Blocks, tab: Page) -> RunsTab:
     """Lay out the Runs tab and wire its events (call inside ``tab``). Its timer starts stopped:
-    it ticks only while the tab is shown (``ui.pacing.timers_follow_tabs``)."""
+    it ticks only while the page is shown (``ui.nav.Navigation.wire``)."""
     h = _Handlers(endpoints)
     selected, last = gr.State(None), gr.State(None)
     table = gr.HTML(label="Jobs", elem_id="runs-table", js_on_load=SELECT_ROW_JS)

@@ -12,6 +12,7 @@ import pandas as pd
 from ui import tables
 from ui.endpoints import Endpoints
 from ui.feedback import done, problem
+from ui.nav import Page
 from ui.pacing import pace
 from ui.pareto import COSTS, POINT_CLICK_JS, pareto_svg
 
@@ -156,7 +157,7 @@ class _Handlers:
         return int(evt.index) if evt.index is not None else gr.skip()
 
 
-def build_sweeps_tab(endpoints: Endpoints, tab: gr.Tab) -> SweepsTab:
+def build_sweeps_tab(endpoints: Endpoints, tab: Page) -> SweepsTab:
     """Lay out the Sweeps tab and wire its events (call inside ``tab``)."""
     h = _Handlers(endpoints)
     opened, use = gr.State(None), gr.State(None)

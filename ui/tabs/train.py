@@ -170,7 +170,7 @@ class _Handlers:
 def build_train_tab(
     endpoints: Endpoints, demo: gr.Blocks, selected: gr.State, eval_selected: gr.State
 ) -> TrainTab:
-    """Lay out the Train tab and wire its events (call inside a ``gr.Tab``)."""
+    """Lay out the Train tab and wire its events (call inside its ``ui.nav`` page)."""
     methods = endpoints.methods
     first = next((m for m in methods if m["default"]), methods[0])
     with gr.Row():
