@@ -65,6 +65,31 @@ def show(page: Any, tab: str, settle: float) -> None:
     time.sleep(settle)
 
 
+def references(page: Any, args: argparse.Namespace) -> list[tuple[str, str, float, float]]:
+    """What any page costs this browser: a blank HTML page, and a Gradio page with one Markdown
+    and no events (served from this process; its server CPU is not the app's: left out)."""
+    import gradio as gr
+
+    rows = []
+    page.set_content("<h1>A blank page</h1><input>")
+    time.sleep(args.settle)
+    rows.append(("reference", "blank HTML page", measure(args.seconds, os.getpid())[0], float("nan")))
+    with gr.Blocks() as bare:
+        gr.Markdown("A bare Gradio page")
+    _, url, _ = bare.launch(prevent_thread_lock=True, quiet=True)
+    try:
+        page.goto(url)
+        page.get_by_text("A bare Gradio page").wait_for()
+        time.sleep(args.settle)
+        rows.append(("reference", "bare Gradio page (one Markdown, no events)",
+                     measure(args.seconds, os.getpid())[0], float("nan")))  # fmt: skip
+    finally:
+        bare.close()
+    for row in rows:
+        print(row, flush=True)
+    return rows
+
+
 def run(args: argparse.Namespace) -> list[tuple[str, str, float, float]]:
     from gradio_client import Client, handle_file
     from playwright.sync_api import sync_playwright
@@ -78,6 +103,7 @@ def run(args: argparse.Namespace) -> list[tuple[str, str, float, float]]:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=BROWSER_ARGS)
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            rows.extend(references(page, args))
             page.goto(url)
             nav(page, "Data").wait_for()
             for tab in TABS:
@@ -112,11 +138,14 @@ def section(rows: list[tuple[str, str, float, float]], args: argparse.Namespace)
     import gradio
 
     def verdict(state: str, share: float) -> str:
+        if state == "reference":
+            return f"{share:.1%}"
         target = IDLE_TARGET if state == "idle" else TRAINING_TARGET
         return f"{share:.1%} ({'met' if share < target else 'MISSED'})"
 
     table = "\n".join(
-        f"| {state} | {tab} | {verdict(state, cpu)} | {server:.1%} |" for state, tab, cpu, server in rows
+        f"| {state} | {tab} | {verdict(state, cpu)} | {'–' if server != server else f'{server:.1%}'} |"
+        for state, tab, cpu, server in rows
     )
     command = " ".join(["python", "bench/ui_page.py", *sys.argv[1:]])
     return f"""{BEGIN}
@@ -129,7 +158,10 @@ Headless Debian chromium, one page on the app, each tab shown in turn; *page CPU
 Chromium process's CPU time over {args.seconds:g} s (after {args.settle:g} s to settle), as a
 share of one core; *server CPU* is the app's process over the same time (its job supervisor
 included, the training worker not). Targets: under 2% idle, under 10% while one job trains
-(a LoRA job of 8 epochs on {args.rows} rows; on the Runs tab it is the job shown).
+(a LoRA job of 8 epochs on {args.rows} rows; on the Runs tab it is the job shown). The two
+*reference* rows are what any page costs the same browser: a blank HTML page, and a Gradio
+page with one Markdown and no events, whose status tracker keeps an animation-frame loop
+running in gradio 6.17 (bench/UI.md, "Why").
 
 | state | tab | page CPU | server CPU |
 |---|---|---:|---:|

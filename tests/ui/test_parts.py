@@ -632,3 +632,22 @@ def test_the_navigation_shows_one_page_and_ticks_only_its_timer() -> None:
     assert [timer.active for timer in ticking] == [False, True]  # Runs stops, Sweeps ticks
     with pytest.raises(KeyError, match="no page named"):
         nav.open("Nowhere")
+
+
+def test_a_training_job_sends_only_the_details_that_moved() -> None:
+    """While a job trains its step moves every tick; the charts that did not change are skipped."""
+    import pandas as pd
+
+    from ui.tabs.runs import unchanged_skipped
+
+    loss = pd.DataFrame({"step": [1, 2], "loss": [0.7, 0.6]})
+    evals = pd.DataFrame({"epoch": [1], "value": [0.8]})
+    first, prints = unchanged_skipped(("step 2", gr.update(value=loss), gr.update(value=evals)), None)
+    assert not any(value == gr.skip() for value in first)  # nothing sent before: everything
+    longer = pd.DataFrame({"step": [1, 2, 3], "loss": [0.7, 0.6, 0.5]})
+    same_evals = pd.DataFrame({"epoch": [1], "value": [0.8]})  # equal, not the same object
+    sent, prints = unchanged_skipped(("step 3", gr.update(value=longer), gr.update(value=same_evals)), prints)
+    assert sent[0] == "step 3" and sent[1]["value"] is longer and sent[2] == gr.skip()
+    moved = pd.DataFrame({"epoch": [1], "value": [0.81]})
+    sent, _ = unchanged_skipped(("step 3", gr.update(value=longer), gr.update(value=moved)), prints)
+    assert sent[0] == gr.skip() and sent[1] == gr.skip() and sent[2]["value"] is moved

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass
 from typing import Any
 
 import gradio as gr
+import pandas as pd
 
 from ui import charts, tables
 from ui.endpoints import Endpoints
@@ -116,6 +119,34 @@ def actions(status: str | None) -> tuple[Any, Any, Any]:
 PICK_A_JOB = "Click a job in the table to see its curves, log and actions."
 
 
+def unchanged_skipped(values: tuple[Any, ...], before: list[str] | None) -> tuple[list[Any], list[str]]:
+    """``values`` with each one equal to what was sent last time (``before``: their
+    fingerprints) replaced by ``gr.skip()``, and the new fingerprints.
+
+    While a job trains, its step moves on every tick, but its evaluation curve changes once an
+    epoch, its search chart and buttons not at all: sending each only when it changed keeps the
+    page from redrawing them every 2 s (a redraw of every chart per tick cost the page 12-14% of
+    a core while one job trained; bench/UI.md).
+    """
+    prints = [fingerprint(value) for value in values]
+    if before is None or len(before) != len(values):
+        return list(values), prints
+    pairs = zip(values, prints, before, strict=True)
+    return [gr.skip() if new == old else value for value, new, old in pairs], prints
+
+
+def fingerprint(value: Any) -> str:
+    """A digest of an output value (text, a ``gr.update`` dict, a plot's DataFrame)."""
+
+    def plain(obj: Any) -> Any:
+        if isinstance(obj, pd.DataFrame):
+            return obj.to_dict("split")
+        return repr(obj)
+
+    text = json.dumps(value, default=plain, sort_keys=True)
+    return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
+
+
 def nothing_selected(text: str) -> tuple[Any, ...]:
     """Detail outputs when no job is shown: a hint, empty curves and log, no actions."""
     return (
@@ -165,9 +196,9 @@ class _Handlers:
     def tick(self, selected: int | None, last: dict[str, Any] | None) -> tuple[Any, ...]:
         """Refresh the table and, when a job is selected, its details.
 
-        Only what changed since the last tick is sent (``last`` holds the table's text and the
-        shown job's progress signature): every value sent makes each open page redraw, and
-        redrawing unchanged plots every 2 s cost a browser page about a third of a CPU core.
+        Only what changed since the last tick is sent (``last`` holds the table's text and a
+        fingerprint of each detail sent, ``unchanged_skipped``): every value sent makes each open
+        page redraw, and redrawing unchanged plots every 2 s cost a page a third of a CPU core.
         """
         previous = last or {}
         jobs = self.endpoints.jobs()
@@ -188,24 +219,18 @@ class _Handlers:
         except Exception:  # noqa: BLE001 - deleted in another browser: forget it
             gone = "The selected job no longer exists."
             return (*self._nothing(table, html, previous, gone, seconds), interval)
-        signature = [
-            job["status"],
-            job.get("step"),
-            job.get("epoch"),
-            len(job["log"]),
-            job["log"][-1] if job["log"] else "",
-        ]
-        if signature == previous.get("job"):
-            curves: tuple[Any, ...] = (gr.skip(),) * 6
-        else:
-            curves = (
-                loss_plot(job["series"]),
-                *evaluation(charts.epoch_curves(job["series"]), sweep=charts.is_sweep(job["series"])),
-                *search_chart(job),
-                "\n".join(job["log"]),
-            )
-        state = {"table": html, "job": signature, "pace": seconds}
-        return (table, summary(job), error_text(job), *curves, *actions(job["status"]), state, interval)
+        values = (
+            summary(job),
+            error_text(job),
+            loss_plot(job["series"]),
+            *evaluation(charts.epoch_curves(job["series"]), sweep=charts.is_sweep(job["series"])),
+            *search_chart(job),
+            "\n".join(job["log"]),
+            *actions(job["status"]),
+        )
+        sent, prints = unchanged_skipped(values, previous.get("details"))
+        state = {"table": html, "job": job["id"], "details": prints, "pace": seconds}
+        return (table, *sent, state, interval)
 
     @staticmethod
     def _nothing(
@@ -215,7 +240,7 @@ class _Handlers:
         details = nothing_selected(hint)[:-1]
         if previous.get("job") == hint:
             details = (gr.skip(),) * len(details)
-        return (table, *details, {"table": html, "job": hint, "pace": seconds})
+        return (table, *details, {"table": html, "job": hint, "details": None, "pace": seconds})
 
     def select(self, evt: gr.SelectData) -> Any:
         """The job id of the clicked table row (see SELECT_ROW_JS)."""
@@ -286,7 +311,7 @@ def build_runs_tab(endpoints: Endpoints, demo: gr.Blocks, tab: Page) -> RunsTab:
     for trigger in (demo.load, tab.select):  # shown at once, not at the next tick
         trigger(h.tick, [selected, last], outputs, **quiet)
     table.select(h.select, None, [selected], **private)
-    # A new selection must redraw even if its signature equals the last job's.
+    # A new selection sends every detail, whatever was sent before.
     selected.change(lambda s: h.tick(s, None), [selected], outputs, **quiet)
     cancel.click(h.cancel, [selected], [action], **private)
     resume.click(h.resume, [selected], [action, selected], **private)
