@@ -37,6 +37,15 @@ KEPT = re.compile(
 )
 
 
+CANDIDATES = re.compile(r"held-out loss per candidate: ([^;]*)")
+
+
+def candidates_in(log: str) -> str:
+    """The searched rates, from the search's log line ("0.0003,0.001,0.003")."""
+    found = CANDIDATES.search(log)
+    return ",".join(part.split(":")[0].strip() for part in found.group(1).split(", ")) if found else "?"
+
+
 class SearchDone(Exception):
     """Raised from the log callback once the search has chosen: the run stops there."""
 
@@ -93,7 +102,23 @@ def finalist(line: str) -> dict[str, Any]:
     }
 
 
-def render(rows: list[dict[str, Any]], n: int) -> str:
+def earlier_choices(rows: list[dict[str, Any]]) -> dict[int, str]:
+    """For each row, the newest earlier choice of its cell (dataset, method, budget) under
+    other candidates: "0.01 of 0.0003,0.001,0.003,0.01"."""
+    history: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+    for r in rows:
+        history.setdefault((r["dataset"], r["method"], r["share"]), []).append(r)
+    found: dict[int, str] = {}
+    for cell in history.values():
+        newest = cell[-1]
+        other = [r for r in cell if candidates_in(r["log"]) != candidates_in(newest["log"])]
+        if other:
+            found[id(newest)] = f"{other[-1]['chosen']:g} of {candidates_in(other[-1]['log'])}"
+    return found
+
+
+def render(rows: list[dict[str, Any]], n: int, history: list[dict[str, Any]]) -> str:
+    before = earlier_choices(history)
     lines = [
         "# What the learning-rate search chooses",
         "",
@@ -103,8 +128,11 @@ def render(rows: list[dict[str, Any]], n: int) -> str:
         "paired standard error; within two standard errors the default is kept (*tie*). Rows from "
         "6287ee7 compared the best with a smaller finalist instead (a smaller rate won a tie then).",
         "",
-        "| dataset | method | budget | chosen | finalists | tie | wall s | code |",
-        "|---|---|---:|---:|---|---|---:|---|",
+        "*before*: the newest choice of the same cell under another set of candidates (issue 36 "
+        "cut each method's candidates to at most half a decade above its default).",
+        "",
+        "| dataset | method | budget | candidates | chosen | before | finalists | tie | wall s | code |",
+        "|---|---|---:|---|---:|---|---|---|---:|---|",
     ]
     for r in rows:
         finals = "; ".join(
@@ -113,7 +141,8 @@ def render(rows: list[dict[str, Any]], n: int) -> str:
             if "default" in f
         )
         lines.append(
-            f"| {r['dataset']} | {r['method']} | {r['share']:.0%} | {r['chosen']:g} | {finals or '–'} | "
+            f"| {r['dataset']} | {r['method']} | {r['share']:.0%} | {candidates_in(r['log'])} | "
+            f"{r['chosen']:g} | {before.get(id(r), '–')} | {finals or '–'} | "
             f"{'yes' if r['tie'] else ''} | {r['wall_seconds']} | {r['commit']} |"
         )
     return "\n".join(lines) + "\n"
@@ -150,7 +179,7 @@ def main() -> int:
     for r in rows:
         r.setdefault("share", SEARCH_SHARE)  # rows from before --share existed
     newest = {(r["dataset"], r["method"], r["share"]): r for r in rows}
-    REPORT.write_text(render(list(newest.values()), args.rows))
+    REPORT.write_text(render(list(newest.values()), args.rows, rows))
     print(REPORT.read_text())
     return 0
 

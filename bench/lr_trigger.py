@@ -32,8 +32,18 @@ RUNS = ROOT / "bench" / "lr_trigger_runs.jsonl"
 REPORT = ROOT / "bench" / "LR_TRIGGER.md"
 
 
+# Rows recorded before the search's window (issue 36) name no candidates: LoRA's grid then.
+BEFORE_WINDOW = "0.0003,0.001,0.003,0.01"
+
+
 def case_key(r: dict[str, Any]) -> tuple[Any, ...]:
-    return (r["dataset"], r["method"], r["rows"], r["max_length"], r["seed"])
+    """A case and the candidates its search had: the same case under another grid is another row."""
+    grid = r.get("candidates", BEFORE_WINDOW)
+    return (r["dataset"], r["method"], r["rows"], r["max_length"], r["seed"], grid)
+
+
+def grid(method: str) -> str:
+    return ",".join(f"{lr:g}" for lr in candidates_of(method))
 
 
 def full_run(
@@ -87,9 +97,9 @@ def render(rows: list[dict[str, Any]]) -> str:
         "default. *default run*: at the method's fixed default (2e-3 for LoRA; rows whose first "
         "'auto' run passed no rate, which means the default). Score: accuracy, macro-F1 for sms_spam.",
         "",
-        "| dataset | method | rows | max length | seed | chosen | auto run | default run "
+        "| dataset | method | rows | max length | seed | candidates | chosen | auto run | default run "
         "| each candidate in full | best − auto | code |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---|---:|---|",
+        "|---|---|---:|---:|---:|---|---:|---:|---:|---|---:|---|",
     ]
     for r in rows:
         full = r.get("full") or {}
@@ -100,31 +110,40 @@ def render(rows: list[dict[str, Any]]) -> str:
         scores = [f"{run['score']:.3f}" if run else "–" for run in (auto, default)]
         lines.append(
             f"| {r['dataset']} | {r['method']} | {r['rows']} | {r['max_length']} | {r['seed']} | "
-            f"{r['chosen']:g} | {scores[0]} | {scores[1]} | {cands or '–'} | {gap} | {r['commit']} |"
+            f"{r.get('candidates', BEFORE_WINDOW)} | {r['chosen']:g} | {scores[0]} | {scores[1]} | "
+            f"{cands or '–'} | {gap} | {r['commit']} |"
         )
     return "\n".join(lines) + "\n"
 
 
 def run_case(
-    key: tuple[Any, ...], row: dict[str, Any] | None, train: Path, full: bool, folder: Path
+    key: tuple[Any, ...],
+    row: dict[str, Any] | None,
+    train: Path,
+    full: bool,
+    folder: Path,
+    earlier: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """A case's search (unless recorded), then its full runs if asked and the choice is suspect."""
-    dataset, method, _, max_length, seed = key
+    """A case's search (unless recorded), then its full runs if asked and the choice is suspect
+    (or ``earlier``, the same case under the grid before the window, had full runs)."""
+    dataset, method, _, max_length, seed, _ = key
     settings = {"seed": seed, "max_length": max_length}
     if row is None:
         search = search_one(dataset, method, train, **settings)
-        row = dict(zip(("dataset", "method", "rows", "max_length", "seed"), key, strict=True))
+        row = dict(zip(("dataset", "method", "rows", "max_length", "seed", "candidates"), key, strict=True))
         row |= {"chosen": search["chosen"], "search_log": search["log"], "commit": COMMIT}
     candidates = candidates_of(method)
-    if full and suspicious({"chosen": row["chosen"], "candidates": candidates}, method):
+    if full and (earlier or suspicious({"chosen": row["chosen"], "candidates": candidates}, method)):
+        # A case suspect under the earlier grid is run again under this one: its candidates'
+        # fixed-rate runs do not depend on the grid and are taken from the earlier row.
+        before = (earlier or {}).get("full", {})
+        row.setdefault("full", {k: v for k, v in before.items() if float(k) in candidates})
         out = folder / "-".join(map(str, key))
         if "auto" not in row:
             row["auto"] = full_run(dataset, method, train, out / "auto", AUTO, **settings)
-        if "full" not in row:
-            row["full"] = {
-                f"{lr:g}": full_run(dataset, method, train, out / f"{lr:g}", lr, **settings)
-                for lr in candidates
-            }
+        for lr in candidates:
+            if f"{lr:g}" not in row["full"]:
+                row["full"][f"{lr:g}"] = full_run(dataset, method, train, out / f"{lr:g}", lr, **settings)
     return row
 
 
@@ -143,7 +162,7 @@ def main() -> int:
     done = {case_key(r): r for r in map(json.loads, RUNS.read_text().splitlines())} if RUNS.exists() else {}
     folder = Path(tempfile.mkdtemp(prefix="bench-lr-trigger-"))
     cases = [
-        (dataset, method, rows, max_length, seed)
+        (dataset, method, rows, max_length, seed, grid(method))
         for dataset in args.datasets.split(",")
         for rows in map(int, args.rows.split(","))
         for method in args.methods.split(",")
@@ -152,7 +171,9 @@ def main() -> int:
     ]
     for key in cases:
         train = train_subset(key[0], key[2], folder)
-        done[key] = run_case(key, done.get(key), train, args.full, folder)
+        earlier = done.get((*key[:-1], BEFORE_WINDOW)) if key[-1] != BEFORE_WINDOW else None
+        earlier = earlier if earlier and "full" in earlier else None
+        done[key] = run_case(key, done.get(key), train, args.full, folder, earlier)
         print(json.dumps(done[key]), flush=True)
         RUNS.write_text("".join(json.dumps(r) + "\n" for r in done.values()))
         REPORT.write_text(render(list(done.values())))

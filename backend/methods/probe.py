@@ -70,7 +70,7 @@ SPEC = MethodSpec(
     config_cls=Config,
     build=build,
     default_lr=1e-2,
-    lr_candidates=(1e-3, 3e-3, 1e-2, 3e-2, 1e-1),
+    lr_candidates=(1e-3, 3e-3, 1e-2, 3e-2),
     description="Frozen model, train only a small head on one layer's pooled output. Shows what "
     "each layer already encodes (BERTology); the cheapest method by far.",
     library="own",

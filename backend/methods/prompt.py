@@ -50,7 +50,7 @@ SPEC = MethodSpec(
     config_cls=Config,
     build=build,
     default_lr=3e-2,
-    lr_candidates=(3e-3, 1e-2, 3e-2, 1e-1),
+    lr_candidates=(3e-3, 1e-2, 3e-2),
     description="Trainable soft-prompt tokens at the input only. Tiny artifact; strong mainly on "
     "large models.",
     library="peft",

@@ -217,7 +217,21 @@ def test_specs_with_contradicting_facts_fail_at_registration() -> None:
 
     with pytest.raises(RuntimeError, match="'auto' stands for -5, outside layer's range"):
         registry.register(replace(probe.SPEC, key="probe2", config_cls=Worded, cli_words={}))
-    assert {"full2", "lora2", "probe2"}.isdisjoint(registry.keys())
+    # issue 36: a short search favours high rates, so none above half a decade over the default
+    with pytest.raises(RuntimeError, match=r"searches \[0.01\], above 3.16 x its default 0.002"):
+        registry.register(replace(lora.SPEC, key="lora3", lr_candidates=(3e-4, 1e-3, 3e-3, 1e-2)))
+    assert {"full2", "lora2", "probe2", "lora3"}.isdisjoint(registry.keys())
+
+
+def test_every_method_searches_at_most_half_a_decade_above_its_default() -> None:
+    from backend.methods.base import MAX_ABOVE_DEFAULT
+
+    methods = registry.keys()
+    for key in methods:
+        spec = registry.get(key)
+        rates = spec.learning_rates(spec.make_config())
+        assert max(rates) <= spec.default_lr * MAX_ABOVE_DEFAULT * (1 + 1e-9), key
+        assert min(rates) <= spec.default_lr, key  # it can still look below its default
 
 
 def test_common_settings_are_range_checked_from_their_metadata() -> None:

@@ -13,7 +13,7 @@ from backend.training.lr_warning import lr_choice_warning
 from tests.conftest import sentiment_rows, write_csv
 from tests.tiny_models import TINY_BERT
 
-RATES = (3e-4, 1e-3, 3e-3, 1e-2)  # LoRA's candidates; its default 2e-3 is nearest 3e-3
+RATES = (3e-4, 1e-3, 3e-3, 1e-2)  # a search's candidates (LoRA's before issue 36); 2e-3 is nearest 3e-3
 
 
 def summary(
@@ -70,7 +70,7 @@ def test_no_search_or_an_inconclusive_one_is_not_doubted() -> None:
 
 
 def test_a_real_run_carries_it_in_its_json_line_and_model_card(tmp_path: Path, capsys: Any) -> None:
-    """IA3 on a toy task (tiny model) searches 3e-3 .. 1e-1; whatever it chooses, the last JSON line, the
+    """IA3 on a toy task (tiny model) searches 3e-3 .. 3e-2; whatever it chooses, the last JSON line, the
     summary and the model card agree with the rule above."""
     data = write_csv(tmp_path / "train.csv", sentiment_rows(160, seed=1))
     out = tmp_path / "run"
