@@ -17,6 +17,7 @@ from backend.artifacts.save import save_run
 from backend.catalogue import load_tokenizer, model_info
 from backend.methods import registry
 from backend.probing.run import run_probe
+from backend.significance import run_intervals
 from backend.training.callbacks import Callback
 from backend.training.config import TrainConfig, load_data, validate
 from backend.training.loop import run_loop
@@ -57,6 +58,8 @@ def run_training(
     outcome = RUNNERS[spec.runner](ctx)
     summary = outcome.summary
     summary["lr_choice_warning"] = lr_choice_warning(summary)
+    # issue 37: the score's 95% interval, stored with the run (not recomputed on every view)
+    summary.update(run_intervals(outcome.eval_probs, data.eval, data.label_names))
     for warning in ("learning_flag", "lr_choice_warning"):
         if summary.get(warning):
             cb.on_log(f"warning: {summary[warning]}")

@@ -44,6 +44,22 @@ class AnalysisApi(WorkbenchState):
             )
         return frame
 
+    def eval_predictions(self, job_id: int) -> Any:
+        """A succeeded run's own evaluation predictions (a DataFrame; error analysis's file)."""
+        return self._predictions(job_id)
+
+    def significance(self, job_ids: list[int]) -> dict[str, Any]:
+        """Runs on the same evaluation rows, each with its score's interval, and every other run
+        against the best: better, within noise or worse (``backend.significance.compare_runs``).
+        A ConfigError says which runs were evaluated on different rows."""
+        from backend.significance import compare_runs
+
+        named = [(f"job {int(job_id)}", self._predictions(int(job_id))) for job_id in job_ids]
+        try:
+            return compare_runs(named)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+
     def evaluate(self, job_id: int, dataset_id: int) -> dict[str, Any]:
         """Evaluate a succeeded run on another uploaded dataset with the same labels: metrics
         (accuracy, macro-F1, per class, confusion matrix), kept with the per-example

@@ -23,6 +23,7 @@ from backend.settings import Settings
 from backend.training.callbacks import Callback, EpochInfo, StepInfo
 from service.cli_args import add_train_arguments, train_config_from_args
 from service.cli_jobs import JOB_COMMANDS, add_job_commands, export_job
+from service.cli_jobs import _bench as job_bench
 from service.cli_runner import add_runner_arguments
 from service.cli_sweep import add_sweep_command, cmd_sweep
 
@@ -124,6 +125,30 @@ def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def cmd_compare(args: argparse.Namespace, settings: Settings) -> int:
+    """``compare RUN RUN [RUN ...]``, a RUN being a job id or a run folder written by ``train
+    --out``: one JSON object, each run's score with its interval and every other run against the
+    best (``backend.significance.compare_runs``). Different evaluation rows: exit 2."""
+    from backend.artifacts.predictions import read_predictions
+    from backend.significance import compare_runs
+
+    named = []
+    for run in args.runs:
+        if run.isdigit():
+            named.append((f"job {run}", job_bench(settings).eval_predictions(int(run))))
+            continue
+        frame = read_predictions(run)
+        if frame is None:
+            raise ConfigError(f"{run}: neither a job id nor a run folder with eval_predictions.parquet")
+        named.append((run, frame))
+    try:
+        result = compare_runs(named)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    print(json.dumps(result))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python app.py", description="Adaptation workbench. With no command, serves the web app."
@@ -159,6 +184,12 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="also pack up to 64 evaluation texts with their predictions (left out by default)",
     )
+    compare = sub.add_parser(
+        "compare",
+        parents=[common],
+        help="scores with 95%% intervals, and whether runs on the same rows really differ",
+    )
+    compare.add_argument("runs", nargs="+", metavar="RUN", help="a job id or a run folder (train --out)")
     add_job_commands(sub, common)
     add_sweep_command(sub, common)
     return parser
@@ -201,6 +232,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, Settings], int]] = {
     "train": cmd_train,
     "predict": cmd_predict,
     "export": cmd_export,
+    "compare": cmd_compare,
     **JOB_COMMANDS,
     "sweep": cmd_sweep,
 }
