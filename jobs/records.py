@@ -134,6 +134,8 @@ class CompareRow(TypedDict):
     lr_auto: bool  # chosen by the automatic search
     learning_flag: str | None
     lr_choice_warning: str | None  # the search's choice is in doubt (backend.training.lr_warning)
+    score_ci: list[float] | None  # 95% bootstrap interval of accuracy (None: a run before it)
+    macro_f1_ci: list[float] | None
 
 
 class LearningRate(TypedDict):

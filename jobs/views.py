@@ -216,6 +216,8 @@ def compare_row(job: Job) -> CompareRow:
         **learning_rate(job),
         "learning_flag": (job.summary or {}).get("learning_flag"),
         "lr_choice_warning": (job.summary or {}).get("lr_choice_warning"),
+        "score_ci": (job.summary or {}).get("score_ci"),
+        "macro_f1_ci": (job.summary or {}).get("macro_f1_ci"),
     }
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,8 @@ from service.records import (
 class ArtifactsApi(WorkbenchState):
     """Finished runs side by side, and their models out of the app."""
 
+    significance: Callable[[list[int]], dict[str, Any]]  # from AnalysisApi (mixed into Workbench)
+
     def compare(self, ids: list[int]) -> CompareResult:
         """Table, aligned series, config differences and per-class results of jobs."""
         ids = list(dict.fromkeys(ids))
@@ -30,7 +33,17 @@ class ArtifactsApi(WorkbenchState):
             "config_diff": views.config_diff({j.id: j.config for j in jobs}),
             "per_class_f1": {j.id: views.per_class_f1(j) for j in jobs},
             "confusion": {j.id: views.confusion(j) for j in jobs},
+            **self._significance([j.id for j in jobs if j.status == "succeeded"]),
         }
+
+    def _significance(self, ids: list[int]) -> dict[str, Any]:
+        """``significance`` and ``significance_note`` of ``compare`` (see CompareResult)."""
+        if len(ids) < 2:
+            return {"significance": None, "significance_note": None}
+        try:
+            return {"significance": self.significance(ids), "significance_note": None}
+        except ConfigError as exc:  # different evaluation rows, or a run without predictions
+            return {"significance": None, "significance_note": f"No verdicts: {exc}."}
 
     def export(self, job_id: int, out: str | Path | None = None, *, include_samples: bool = False) -> Path:
         """Zip a succeeded job's model folder (default: <data>/exports/job-ID.zip).

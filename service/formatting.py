@@ -29,3 +29,13 @@ def size(n_bytes: float | None) -> str:
             return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
         value /= 1024
     return f"{value:.2f} GB"
+
+
+def with_interval(value: float | None, interval: list[float] | None) -> str:
+    """ "0.842 [0.811, 0.871]": a score with its 95% bootstrap interval (backend.significance);
+    the score alone for a run from before intervals; "–" for none."""
+    if value is None:
+        return DASH
+    if not interval:
+        return f"{value:.3f}"
+    return f"{value:.3f} [{interval[0]:.3f}, {interval[1]:.3f}]"

@@ -201,6 +201,10 @@ class CompareResult(TypedDict):
     config_diff: list[ConfigDifference]
     per_class_f1: dict[int, dict[str, float] | None]  # None: the job has no evaluation yet
     confusion: dict[int, Confusion | None]
+    # Every run against the best on the same evaluation rows (backend.significance.compare_runs,
+    # keyed "job ID"); None with ``significance_note`` saying why not (one run, different rows).
+    significance: dict[str, Any] | None
+    significance_note: str | None
 
 
 class LabelProbability(TypedDict):

@@ -17,7 +17,7 @@ from datetime import datetime, timezone
 from pathlib import PurePath
 from typing import Any
 
-from service.formatting import duration, size
+from service.formatting import duration, size, with_interval
 from service.report_html import (
     DASH,
     cell,
@@ -31,7 +31,7 @@ from service.report_html import (
 from service.svg_charts import COSTS, bars_svg, curves_svg, pareto_svg
 
 RUN_HEADERS = (
-    "Run", "Dataset", "Method", "Settings", "Accuracy", "Macro-F1", "Learning rate",
+    "Run", "Dataset", "Method", "Settings", "Accuracy [95% CI]", "Macro-F1 [95% CI]", "Learning rate",
     "Trainable params", "Train time", "Adapter size", "Quantization", "Status", "Note",
 )  # fmt: skip
 NUMERIC = (4, 5, 6, 7, 8, 9)
@@ -58,7 +58,8 @@ def _run_row(row: Mapping[str, Any], job: Mapping[str, Any], best_id: int | None
         note = f"⚠ {row['lr_choice_warning']}"
     cells = [
         run_label(row), job.get("dataset") or DASH, row["method"], row.get("knobs") or "",
-        number(row.get("accuracy")), number(row.get("macro_f1")),
+        with_interval(row.get("accuracy"), row.get("score_ci")),
+        with_interval(row.get("macro_f1"), row.get("macro_f1_ci")),
         learning_rate(row.get("lr"), bool(row.get("lr_auto"))),
         count(row.get("trainable_params"), row.get("trainable_percent")),
         duration(row.get("train_seconds")), size(row.get("adapter_bytes")),

@@ -11,7 +11,7 @@ from typing import Any
 
 import pandas as pd
 
-from service.formatting import duration, size
+from service.formatting import duration, size, with_interval
 from ui.charts import run_label
 
 RUN_COLUMNS = ["ID", "Name", "Method", "Settings", "Status", "Progress", "ETA", "Accuracy", "Where"]
@@ -20,7 +20,8 @@ COMPARE_COLUMNS = [
     "Run",
     "Method",
     "Settings",
-    "Accuracy",
+    "Accuracy [95% CI]",
+    "vs best",
     "Macro-F1",
     "Learning rate",
     "Trainable params",
@@ -88,7 +89,7 @@ def baseline_rows(compare: dict[str, Any]) -> list[list[str]]:
     for b in baselines:
         runs = "" if len(baselines) == 1 else " for " + ", ".join(f"#{i}" for i in b["jobs"])
         cells = [f"Majority class (reference){runs}", "–", "always the most frequent label"]
-        cells += [number(b["accuracy"]), number(b["macro_f1"])]
+        cells += [number(b["accuracy"]), "–", number(b["macro_f1"])]
         rows.append(cells + ["–"] * (len(COMPARE_COLUMNS) - len(cells) - 1) + ["a run must beat this"])
     return rows
 
@@ -96,6 +97,7 @@ def baseline_rows(compare: dict[str, Any]) -> list[list[str]]:
 def compare_table(compare: dict[str, Any]) -> pd.DataFrame:
     """The side-by-side comparison table, one row per run, then the majority-class reference."""
     rows = []
+    intervals, verdicts = significance_cells(compare)
     for r in compare.get("table", []):
         trainable = r.get("trainable_params")
         percent = r.get("trainable_percent")
@@ -105,8 +107,9 @@ def compare_table(compare: dict[str, Any]) -> pd.DataFrame:
                 run_label(r["id"], r["name"]),
                 r["method"],
                 r.get("knobs") or "",
-                number(r.get("accuracy")),
-                number(r.get("macro_f1")),
+                with_interval(r.get("accuracy"), r.get("score_ci") or intervals.get(r["id"])),
+                verdicts.get(r["id"], "–"),
+                with_interval(r.get("macro_f1"), r.get("macro_f1_ci")),
                 learning_rate(r),
                 "–" if trainable is None else f"{trainable:,}",
                 "–" if percent is None else f"{percent:.2f}%",
@@ -119,6 +122,39 @@ def compare_table(compare: dict[str, Any]) -> pd.DataFrame:
             ]
         )
     return pd.DataFrame(rows + baseline_rows(compare), columns=COMPARE_COLUMNS)
+
+
+def significance_cells(compare: dict[str, Any]) -> tuple[dict[int, list[float]], dict[int, str]]:
+    """Per job id: the accuracy interval computed at compare time (for runs that stored none)
+    and the verdict against the best run ("best", "within noise (p = 0.41)", ...)."""
+    result = compare.get("significance") or {}
+    ids = {f"job {r['id']}": r["id"] for r in compare.get("table", [])}
+    intervals = {ids[r["run"]]: r["score_ci"] for r in result.get("runs", []) if r["run"] in ids}
+    verdicts = {ids[result["best"]]: "best"} if result.get("best") in ids else {}
+    for pair in result.get("pairs", []):
+        if pair["a"] in ids:
+            verdicts[ids[pair["a"]]] = f"{pair['verdict']} (p = {p_text(pair['p_adjusted'])})"
+    return intervals, verdicts
+
+
+def p_text(p: float) -> str:
+    return "< 0.001" if p < 0.001 else f"{p:.3f}"
+
+
+def significance_caption(compare: dict[str, Any]) -> str:
+    """One line under the table: how the verdicts were reached, or why there are none."""
+    if compare.get("significance_note"):
+        return str(compare["significance_note"])
+    result = compare.get("significance")
+    if not result:
+        return ""
+    several = len(result["pairs"]) > 1
+    correction = "Holm-corrected over the comparisons with the best" if several else "of one comparison"
+    return (
+        f"Accuracy with its 95% bootstrap interval over the {result['eval_rows']:,} evaluation rows. "
+        f"'vs best': each run against the most accurate one on the same rows, McNemar's exact test, "
+        f"p-values {correction}; 'within noise' means this evaluation set cannot tell them apart."
+    )
 
 
 def config_diff(compare: dict[str, Any]) -> pd.DataFrame:
@@ -203,6 +239,11 @@ def to_html(
     body = "".join(rows) or f'<tr><td colspan="{max(1, len(frame.columns))}">{html.escape(empty)}</td></tr>'
     table = f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
     return f'{title}<div class="wb-table">{table}</div>'
+
+
+def caption_html(text: str) -> str:
+    """A line of explanation under a table (escaped; empty text, nothing)."""
+    return f'<p class="wb-caption" id="compare-significance">{html.escape(text)}</p>' if text else ""
 
 
 def throughput_text(metrics: dict[str, Any], series: dict[str, Any]) -> str:

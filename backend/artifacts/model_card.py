@@ -107,6 +107,17 @@ def autotune_lines(summary: dict[str, Any]) -> str:
     return "\n".join(lines) + ("\n" if lines else "")
 
 
+INTERVALS = {"accuracy": "score_ci", "macro_f1": "macro_f1_ci"}  # backend.significance.run_intervals
+
+
+def metric_value(summary: dict[str, Any], key: str) -> str:
+    """A metric with its 95% bootstrap interval over the evaluation rows, where the run has one."""
+    interval = summary.get(INTERVALS.get(key, ""))
+    if not interval:
+        return str(summary[key])
+    return f"{summary[key]} (95% interval {interval[0]:.4f} to {interval[1]:.4f}, bootstrap over the rows)"
+
+
 def render_model_card(manifest: dict[str, Any], cfg: TrainConfig, summary: dict[str, Any]) -> str:
     """Markdown: base model, method, hyperparameters, metrics, and a load-and-predict snippet."""
     lib = manifest["library"]
@@ -123,7 +134,7 @@ def render_model_card(manifest: dict[str, Any], cfg: TrainConfig, summary: dict[
     )
     where = where_base(manifest)
     knobs = "\n".join(f"| {k} | {v} |" for k, v in cfg.method_config.items()) or "| (defaults) | |"
-    metrics = "\n".join(f"| {k} | {summary[k]} |" for k in SUMMARY_METRICS if k in summary)
+    metrics = "\n".join(f"| {k} | {metric_value(summary, k)} |" for k in SUMMARY_METRICS if k in summary)
     quant_note = ""
     if manifest["quant"] != "none":
         quant_note = (

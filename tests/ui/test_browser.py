@@ -257,6 +257,16 @@ def _compare(page: Any, job_ids: list[int], artifacts: Path, text: str) -> None:
         expect(table).to_contain_text(f"#{job_id} ")
     expect(table).to_contain_text("lora")
     expect(table).to_contain_text("probe")
+    # issue 37: every score with its interval, each run against the best, and how
+    expect(
+        table.locator("td").filter(has_text=re.compile(r"^0\.\d{3} \[0\.\d{3}, [01]\.\d{3}\]$"))
+    ).to_have_count(
+        len(job_ids) * 2  # accuracy and macro-F1 of each run
+    )
+    expect(table.locator("td").filter(has_text=re.compile(r"^best$"))).to_have_count(1)
+    verdicts = r"^(better|within noise|worse) \(p = (< 0\.001|[01]\.\d{3})\)$"
+    expect(table.locator("td").filter(has_text=re.compile(verdicts))).to_have_count(len(job_ids) - 1)
+    expect(page.locator("#compare-significance")).to_contain_text("McNemar")
     page.get_by_label("Text to classify").fill(text)
     page.get_by_role("button", name="Predict", exact=True).click()
     predictions = page.locator("#predictions")

@@ -342,7 +342,7 @@ def test_compare_table_ends_with_the_majority_class_and_marks_runs_that_did_not_
     assert frame["Note"].tolist()[:2] == ["", "did not learn: ..."]
     reference = frame.iloc[-1].to_dict()
     assert reference["Run"] == "Majority class (reference)"
-    assert (reference["Accuracy"], reference["Macro-F1"]) == ("0.600", "0.375")
+    assert (reference["Accuracy [95% CI]"], reference["Macro-F1"]) == ("0.600", "0.375")
     runs = tables.runs_table([{**COMPARE["table"][1], "status": "succeeded", "progress": 1.0,
                                "accuracy": 0.6, "learning_flag": "did not learn: ..."}])  # fmt: skip
     assert runs["Accuracy"].tolist() == ["0.600 ⚠ did not learn"]
@@ -651,3 +651,42 @@ def test_a_training_job_sends_only_the_details_that_moved() -> None:
     moved = pd.DataFrame({"epoch": [1], "value": [0.81]})
     sent, _ = unchanged_skipped(("step 3", gr.update(value=longer), gr.update(value=moved)), prints)
     assert sent[0] == gr.skip() and sent[1] == gr.skip() and sent[2]["value"] is moved
+
+
+def test_compare_shows_intervals_and_verdicts_against_the_best() -> None:
+    """Issue 37: "0.842 [0.811, 0.871]", and each run marked better / within noise / worse."""
+    first, second = COMPARE["table"]
+    compare = {
+        **COMPARE,
+        "table": [
+            {**first, "accuracy": 0.842, "score_ci": [0.811, 0.871]},
+            {**second, "accuracy": 0.8, "score_ci": None},  # a run from before intervals
+        ],
+        "significance": {
+            "eval_rows": 500,
+            "runs": [
+                {"run": f"job {first['id']}", "score": 0.842, "score_ci": [0.811, 0.871]},
+                {"run": f"job {second['id']}", "score": 0.8, "score_ci": [0.764, 0.834]},
+            ],
+            "best": f"job {first['id']}",
+            "pairs": [
+                {
+                    "a": f"job {second['id']}",
+                    "b": f"job {first['id']}",
+                    "delta": -0.042,
+                    "p_value": 0.03,
+                    "p_adjusted": 0.03,
+                    "verdict": "worse",
+                }
+            ],
+        },
+        "significance_note": None,
+    }
+    frame = tables.compare_table(compare)
+    assert frame["Accuracy [95% CI]"].tolist()[:2] == ["0.842 [0.811, 0.871]", "0.800 [0.764, 0.834]"]
+    assert frame["vs best"].tolist()[:2] == ["best", "worse (p = 0.030)"]
+    caption = tables.significance_caption(compare)
+    assert "500 evaluation rows" in caption and "McNemar" in caption and "Holm" not in caption
+    refused = {**COMPARE, "significance": None, "significance_note": "No verdicts: job 3 and job 4 were ..."}
+    assert tables.compare_table(refused)["vs best"].tolist()[:2] == ["–", "–"]
+    assert tables.significance_caption(refused).startswith("No verdicts: ")

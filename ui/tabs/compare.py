@@ -44,7 +44,8 @@ class _Handlers:
         return (
             list(ticked or []),
             "",
-            tables.to_html(tables.compare_table(result), caption="Side by side"),
+            tables.to_html(tables.compare_table(result), caption="Side by side")
+            + tables.caption_html(tables.significance_caption(result)),
             charts.compare_loss(result),
             charts.compare_eval(result),
             charts.accuracy_vs_params(result),

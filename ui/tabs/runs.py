@@ -10,6 +10,7 @@ from typing import Any
 import gradio as gr
 import pandas as pd
 
+from service.formatting import with_interval
 from ui import charts, tables
 from ui.endpoints import Endpoints
 from ui.feedback import WARNING, done, problem
@@ -51,7 +52,10 @@ def summary(job: dict[str, Any]) -> str:
     if job["status"] == "running" and job.get("eta_seconds") is not None:
         parts.append(f"ETA {tables.duration(job['eta_seconds'])}")
     if job.get("accuracy") is not None:
-        parts.append(f"accuracy {job['accuracy']:.3f} · macro-F1 {tables.number(job.get('macro_f1'))}")
+        metrics = job.get("metrics") or {}
+        accuracy = with_interval(job["accuracy"], metrics.get("score_ci"))
+        macro_f1 = with_interval(job.get("macro_f1"), metrics.get("macro_f1_ci"))
+        parts.append(f"accuracy {accuracy} · macro-F1 {macro_f1} (95% intervals)")
     if job.get("device"):
         parts.append(f"device {job['device']}")
     if job.get("resumed_from"):
