@@ -6,6 +6,8 @@ straight to JSON (CLI ``--json``, the UI).
 
 from __future__ import annotations
 
+import json
+import statistics
 from collections import deque
 from datetime import datetime
 from pathlib import Path
@@ -200,6 +202,33 @@ def config_diff(configs: dict[int, dict[str, Any]]) -> list[ConfigDifference]:
         if len({repr(v) for v in values.values()}) > 1:
             diff.append({"field": name, "values": values})
     return diff
+
+
+def seed_key(job: Job) -> str:
+    """What runs that differ only in seed share: the settings without the seed, and the data."""
+    config = {k: v for k, v in (job.config or {}).items() if k != "seed"}
+    return json.dumps([config, job.dataset_id, job.eval_dataset_id], sort_keys=True, default=str)
+
+
+def pooled_seeds(jobs: list[Job]) -> list[dict[str, Any]]:
+    """Finished runs that differ only in seed, pooled: one entry per group of two or more, with
+    the mean ± sd of accuracy and macro-F1 over its n runs (sd with n - 1)."""
+    groups: dict[str, list[Job]] = {}
+    for job in jobs:
+        if job.status == "succeeded" and job.accuracy is not None:
+            groups.setdefault(seed_key(job), []).append(job)
+    pooled = []
+    for members in groups.values():
+        if len(members) < 2:
+            continue
+        entry: dict[str, Any] = {"jobs": [j.id for j in members], "name": members[0].name, "n": len(members)}
+        entry["seeds"] = [(j.config or {}).get("seed") for j in members]
+        for metric in ("accuracy", "macro_f1"):
+            values = [float(getattr(j, metric)) for j in members if getattr(j, metric) is not None]
+            entry[metric] = statistics.mean(values) if values else None
+            entry[f"{metric}_sd"] = statistics.stdev(values) if len(values) > 1 else None
+        pooled.append(entry)
+    return pooled
 
 
 def compare_row(job: Job) -> CompareRow:

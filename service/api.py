@@ -36,6 +36,7 @@ from service.records import (
     JobRow,
 )
 
+MAX_EXTRA_SEEDS = 10  # one "repeat with more seeds" asks for at most this many runs
 CACHE_KEY = re.compile(r"[0-9a-f]{32}")  # backend.probing.run.cache_key: never a path
 
 
@@ -93,6 +94,21 @@ class Workbench(DatasetsApi, CatalogueApi, ArtifactsApi, SweepsApi, AnalysisApi,
                 rerun_of_id=rerun_of,
             )
         )
+
+    def repeat_with_seeds(self, job_id: int, count: int = 2) -> list[int]:
+        """Queue ``count`` more runs of a job's settings, each with a seed that no run of the
+        same settings has used yet (the smallest free ones); returns their job ids. Compare
+        then pools the runs that differ only in seed."""
+        if not 1 <= int(count) <= MAX_EXTRA_SEEDS:
+            raise ConfigError(f"more seeds: ask for 1 to {MAX_EXTRA_SEEDS}, not {count}")
+        with self.db.read() as session:
+            job = self._job(session, int(job_id))
+            key = views.seed_key(job)
+            same = session.scalars(select(Job).where(Job.method == job.method)).all()
+            used = {(j.config or {}).get("seed") for j in same if views.seed_key(j) == key}
+            config = dict(job.config or {})
+        free = [seed for seed in range(len(used) + int(count) + 1) if seed not in used][: int(count)]
+        return [self.submit({**config, "seed": seed}, rerun_of=int(job_id)) for seed in free]
 
     def _prepare(self, config: TrainConfig | dict[str, Any]) -> tuple[TrainConfig, Any, Any]:
         """Validate a run's settings and store its data files: (the config pointing at the

@@ -34,6 +34,7 @@ class ArtifactsApi(WorkbenchState):
             "per_class_f1": {j.id: views.per_class_f1(j) for j in jobs},
             "confusion": {j.id: views.confusion(j) for j in jobs},
             **self._significance([j.id for j in jobs if j.status == "succeeded"]),
+            "pooled_seeds": views.pooled_seeds(jobs),
         }
 
     def _significance(self, ids: list[int]) -> dict[str, Any]:

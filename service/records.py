@@ -205,6 +205,9 @@ class CompareResult(TypedDict):
     # keyed "job ID"); None with ``significance_note`` saying why not (one run, different rows).
     significance: dict[str, Any] | None
     significance_note: str | None
+    # Compared runs that differ only in seed, one entry per group (``jobs.views.pooled_seeds``):
+    # jobs, name, n, seeds, accuracy and macro_f1 (means) with accuracy_sd and macro_f1_sd.
+    pooled_seeds: list[dict[str, Any]]
 
 
 class LabelProbability(TypedDict):

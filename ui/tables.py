@@ -124,6 +124,26 @@ def compare_table(compare: dict[str, Any]) -> pd.DataFrame:
     return pd.DataFrame(rows + baseline_rows(compare), columns=COMPARE_COLUMNS)
 
 
+def pooled_table(compare: dict[str, Any]) -> pd.DataFrame:
+    """Compared runs that differ only in seed, one row per group: mean ± sd (n)."""
+    rows = [
+        [
+            f"{p['name']} ({', '.join(f'#{i}' for i in p['jobs'])})",
+            ", ".join(str(s) for s in p["seeds"]),
+            mean_sd(p.get("accuracy"), p.get("accuracy_sd"), p["n"]),
+            mean_sd(p.get("macro_f1"), p.get("macro_f1_sd"), p["n"]),
+        ]
+        for p in compare.get("pooled_seeds") or []
+    ]
+    return pd.DataFrame(rows, columns=["Runs", "Seeds", "Accuracy", "Macro-F1"])
+
+
+def mean_sd(mean: float | None, sd: float | None, n: int) -> str:
+    if mean is None:
+        return "–"
+    return f"{mean:.3f} ± {sd:.3f} (n={n})" if sd is not None else f"{mean:.3f} (n={n})"
+
+
 def significance_cells(compare: dict[str, Any]) -> tuple[dict[int, list[float]], dict[int, str]]:
     """Per job id: the accuracy interval computed at compare time (for runs that stored none)
     and the verdict against the best run ("best", "within noise (p = 0.41)", ...)."""

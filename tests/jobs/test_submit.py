@@ -169,3 +169,31 @@ def test_the_job_list_is_shared_briefly_and_fresh_after_this_process_writes(
     assert cached.list_jobs()[0]["name"] != "changed by a caller"
     mine = cached.submit(quick_job(data_dir / "tiny.csv"))
     assert [j["id"] for j in cached.list_jobs()] == [mine, elsewhere, first]
+
+
+def test_more_seeds_queue_the_same_settings_with_unused_seeds_and_compare_pools_them(
+    bench: Workbench, data_dir: Path
+) -> None:
+    """Issue 37: "repeat with more seeds", then runs that differ only in seed are one pooled row."""
+    from jobs import views
+    from jobs.schema import Job
+
+    first = bench.submit(quick_job(data_dir / "tiny.csv", seed=1))
+    added = bench.repeat_with_seeds(first, 2)
+    more = bench.repeat_with_seeds(added[0], 1)  # from any member: the group's seeds are skipped
+    seeds = {job_id: bench.get_job(job_id, log_tail=0)["config"]["seed"] for job_id in (first, *added, *more)}
+    assert seeds == {first: 1, added[0]: 0, added[1]: 2, more[0]: 3}
+    with pytest.raises(ConfigError, match="ask for 1 to 10"):
+        bench.repeat_with_seeds(first, 11)
+    with bench.db.read() as session:
+        jobs = [session.get(Job, job_id) for job_id in seeds]
+        for job, accuracy in zip(jobs, (0.8, 0.9, 0.7, 0.6), strict=True):
+            job.status, job.accuracy, job.macro_f1 = "succeeded", accuracy, accuracy - 0.1
+        other = Job(**{c: getattr(jobs[0], c) for c in ("name", "method", "model", "quant", "dataset_id")})
+        other.config = {**jobs[0].config, "max_length": 99}  # another setting: not pooled with them
+        other.status, other.accuracy = "succeeded", 0.5
+        (pooled,) = views.pooled_seeds([*jobs, other])
+    assert pooled["n"] == 4 and sorted(pooled["seeds"]) == [0, 1, 2, 3]
+    assert pooled["accuracy"] == pytest.approx(0.75)
+    assert pooled["accuracy_sd"] == pytest.approx(0.1291, abs=1e-4)  # sd of 0.8, 0.9, 0.7, 0.6
+    assert pooled["macro_f1"] == pytest.approx(0.65)

@@ -45,7 +45,8 @@ class _Handlers:
             list(ticked or []),
             "",
             tables.to_html(tables.compare_table(result), caption="Side by side")
-            + tables.caption_html(tables.significance_caption(result)),
+            + tables.caption_html(tables.significance_caption(result))
+            + pooled_html(result),
             charts.compare_loss(result),
             charts.compare_eval(result),
             charts.accuracy_vs_params(result),
@@ -81,6 +82,14 @@ class _Handlers:
         except Exception as exc:  # noqa: BLE001
             return gr.skip(), problem(exc, "predicting")
         return tables.to_html(tables.predictions_table(results), caption="Predictions"), ""
+
+
+def pooled_html(result: Any) -> str:
+    """The seeds-pooled table, when some compared runs differ only in seed."""
+    frame = tables.pooled_table(result)
+    if frame.empty:
+        return ""
+    return tables.to_html(frame, caption="Seeds pooled: runs that differ only in seed, mean ± sd over n runs")
 
 
 def _plots() -> list[Any]:

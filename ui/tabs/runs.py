@@ -29,6 +29,7 @@ element.addEventListener('click', (event) => {
 });
 """
 LOG_LINES = 60
+EXTRA_SEEDS = 2  # "Repeat with 2 more seeds": with the run itself, three to pool
 
 
 @dataclass
@@ -281,16 +282,29 @@ class _Handlers:
             return f"{WARNING} Select a job first.", gr.skip()
         return done(f"Deleted job #{selected} and its files."), None
 
+    def more_seeds(self, selected: int | None) -> tuple[str, Any]:
+        """Two more runs of the shown job's settings with unused seeds (Compare pools them)."""
+        try:
+            new_ids = self.endpoints.api.repeat_with_seeds(int(selected), EXTRA_SEEDS) if selected else None
+        except Exception as exc:  # noqa: BLE001
+            return problem(exc, "queueing more seeds"), gr.skip()
+        if not new_ids:
+            return f"{WARNING} Select a job first.", gr.skip()
+        queued = ", ".join(f"#{i}" for i in new_ids)
+        text = f"Queued {queued}: #{selected}'s settings with other seeds. Compare pools them."
+        return done(text), gr.skip()
 
-def _action_buttons() -> tuple[gr.Button, gr.Button, gr.Button, gr.Button]:
+
+def _action_buttons() -> tuple[gr.Button, gr.Button, gr.Button, gr.Button, gr.Button]:
     """Cancel, Resume, Delete: disabled until a job whose status allows them is shown; Run
-    again (any job: its settings fill the Train tab)."""
+    again (any job: its settings fill the Train tab); more seeds (any job)."""
     with gr.Row():
         return (
             gr.Button("Cancel", variant="stop", size="sm", interactive=False),
             gr.Button("Resume", size="sm", interactive=False),
             gr.Button("Delete", size="sm", interactive=False),
             gr.Button("Run again…", size="sm", elem_id="run-again"),
+            gr.Button(f"Repeat with {EXTRA_SEEDS} more seeds", size="sm", elem_id="more-seeds"),
         )
 
 
@@ -301,7 +315,7 @@ def build_runs_tab(endpoints: Endpoints, demo: gr.Blocks, tab: Page) -> RunsTab:
     selected, last = gr.State(None), gr.State(None)
     table = gr.HTML(label="Jobs", elem_id="runs-table", js_on_load=SELECT_ROW_JS)
     header = gr.Markdown(elem_id="run-summary")
-    cancel, resume, delete, again = _action_buttons()
+    cancel, resume, delete, again, seeds = _action_buttons()
     action = gr.Markdown()
     error = gr.Markdown(elem_id="run-error")
     plots = detail_plots()
@@ -320,6 +334,7 @@ def build_runs_tab(endpoints: Endpoints, demo: gr.Blocks, tab: Page) -> RunsTab:
     cancel.click(h.cancel, [selected], [action], **private)
     resume.click(h.resume, [selected], [action, selected], **private)
     delete.click(h.delete, [selected], [action, selected], **private)
+    seeds.click(h.more_seeds, [selected], [action, selected], **private)
     rerun = gr.State(None)
     again.click(lambda job_id: job_id if job_id else gr.skip(), [selected], [rerun], **private)
     return RunsTab(selected=selected, rerun=rerun, timer=timer)
