@@ -696,5 +696,6 @@ def test_runs_that_differ_only_in_seed_show_as_one_pooled_row() -> None:
     pooled = [{"jobs": [3, 5, 6], "name": "lora r=8 · tiny", "n": 3, "seeds": [0, 1, 2],
                "accuracy": 0.798, "accuracy_sd": 0.013, "macro_f1": 0.79, "macro_f1_sd": None}]  # fmt: skip
     frame = tables.pooled_table({**COMPARE, "pooled_seeds": pooled})
-    assert frame.iloc[0].tolist() == ["lora r=8 · tiny (#3, #5, #6)", "0, 1, 2", "0.798 ± 0.013 (n=3)", "0.790 (n=3)"]
+    expected = ["lora r=8 · tiny (#3, #5, #6)", "0, 1, 2", "0.798 ± 0.013 (n=3)", "0.790 (n=3)"]
+    assert frame.iloc[0].tolist() == expected
     assert tables.pooled_table(COMPARE).empty  # nothing to pool: no table
