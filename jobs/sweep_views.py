@@ -31,6 +31,8 @@ def trial_row(job: Job) -> dict[str, Any]:
         "trainable_params": job.trainable_params if ok else None,
         "train_seconds": job.train_seconds if ok else None,
         "adapter_bytes": job.adapter_bytes if ok else None,
+        # the accuracy's 95% interval (backend.significance): the Pareto chart's error bar
+        "score_ci": (job.summary or {}).get("score_ci") if ok else None,
         "error": job.error,
     }
 

@@ -125,6 +125,14 @@ def pareto_svg(
             f'<polyline points="{coords}" fill="none" stroke="{COLORS["front"]}" stroke-dasharray="4 3"/>'
         )
     cursor = ' style="cursor:pointer"' if clickable else ""
+    for t in points:  # error bars first, under the points: accuracy's 95% interval
+        interval = t.get("score_ci") if objective == "accuracy" else None
+        if interval:
+            x = fx(t[cost])
+            parts.append(
+                f'<line class="wb-error-bar" x1="{x:.1f}" x2="{x:.1f}" y1="{fy(interval[0]):.1f}" '
+                f'y2="{fy(interval[1]):.1f}" stroke="{COLORS["other"]}" stroke-width="1.5"/>'
+            )
     for t in points:
         kind = "best" if t["job_id"] == best_id else ("front" if t["pareto_by"][cost] else "other")
         tip = f"#{t['job_id']} {t['name']} · {objective} {t[objective]:.4f} · {title} {_label(t[cost])}"
@@ -138,7 +146,8 @@ def pareto_svg(
     legend = (
         f'<div class="wb-caption"><span style="color:{COLORS["best"]}">●</span> best run · '
         f'<span style="color:{COLORS["front"]}">●</span> on the Pareto front · '
-        f'<span style="color:{COLORS["other"]}">●</span> dominated.{hint}</div>'
+        f'<span style="color:{COLORS["other"]}">●</span> dominated; a vertical bar: the 95% interval '
+        f"of the run's accuracy.{hint}</div>"
     )
     return "".join(parts) + legend
 

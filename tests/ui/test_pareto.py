@@ -47,3 +47,19 @@ def test_an_accuracy_axis_never_leaves_zero_to_one() -> None:
         float(t.text) for t in svg.iter("{http://www.w3.org/2000/svg}text") if t.get("text-anchor") == "end"
     ]
     assert labels and max(labels) <= 1.0 and min(labels) >= 0.0
+
+
+def test_a_run_with_an_interval_gets_an_error_bar_spanning_it() -> None:
+    with_ci = {**trial(1, 0.80, 20_000, True), "score_ci": [0.70, 0.90]}
+    page = pareto_svg([with_ci, trial(2, 0.85, 300_000, True)], "trainable_params", "accuracy", best_id=2)
+    svg = ET.fromstring(page[: page.index("</svg>") + len("</svg>")])
+    point = next(c for c in svg.iter("{http://www.w3.org/2000/svg}circle") if c.get("data-key") == "1")
+    (bar,) = [
+        line for line in svg.iter("{http://www.w3.org/2000/svg}line") if line.get("class") == "wb-error-bar"
+    ]
+    low, high = float(bar.get("y1")), float(bar.get("y2"))  # y grows downwards
+    assert bar.get("x1") == bar.get("x2") == point.get("cx")
+    assert (
+        high < float(point.get("cy")) < low
+        and abs((low - float(point.get("cy"))) - (float(point.get("cy")) - high)) < 0.5
+    )
