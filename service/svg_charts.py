@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import html
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 WIDTH, HEIGHT = 640, 340
@@ -115,7 +115,9 @@ def pareto_svg(
     if not points:
         return "<p>No finished trial to plot yet.</p>"
     fx, xs = _scale([t[cost] for t in points], log, LEFT, WIDTH - RIGHT)
-    fy, ys = _scale([t[objective] for t in points], False, HEIGHT - BOTTOM, TOP, bounds=(0.0, 1.0))
+    intervals = [t["score_ci"] for t in points if objective == "accuracy" and t.get("score_ci")]
+    spans = [t[objective] for t in points] + [end for ci in intervals for end in ci]  # bars fit too
+    fy, ys = _scale(spans, False, HEIGHT - BOTTOM, TOP, bounds=(0.0, 1.0))
     x_title = title + (" (log scale)" if log else "")
     parts = _axes(fx, xs, log, x_title, fy, ys, objective, f"{objective} against {title}", "wb-pareto")
     front = sorted((t for t in points if t["pareto_by"][cost]), key=lambda t: t[cost])
@@ -205,3 +207,29 @@ def curves_svg(curves: list[tuple[str, list[list[float]]]], *, x_title: str, y_t
         legend.append(f'<span style="color:{color}">━</span> {html.escape(label)}')
     parts.append("</svg>")
     return "".join(parts) + f'<div class="wb-caption">{" · ".join(legend)}</div>'
+
+
+def compare_scatter_svg(compare: Mapping[str, Any]) -> str:
+    """Compared runs' accuracy against trainable parameters (log scale) as the Pareto chart
+    draws a sweep: the front among them, the most accurate marked, each run's 95% interval as
+    an error bar (the interval stored with the run, else the one Compare computed)."""
+    from backend.sweeps import pareto_flags
+
+    computed = {r["run"]: r["score_ci"] for r in (compare.get("significance") or {}).get("runs", [])}
+    points = [
+        {
+            "job_id": row["id"],
+            "name": row["name"],
+            "accuracy": row.get("accuracy"),
+            "trainable_params": row.get("trainable_params"),
+            "score_ci": row.get("score_ci") or computed.get(f"job {row['id']}"),
+        }
+        for row in compare.get("table", [])
+    ]
+    flags = pareto_flags(points, {"accuracy": "max", "trainable_params": "min"})
+    for point, flag in zip(points, flags, strict=True):
+        point["pareto_by"] = {"trainable_params": flag}
+    scored = [p for p in points if p["accuracy"] is not None]
+    best = max(scored, key=lambda p: (p["accuracy"], -(p["trainable_params"] or 0)), default=None)
+    best_id = best["job_id"] if best else None
+    return pareto_svg(points, "trainable_params", "accuracy", best_id, clickable=False)

@@ -140,21 +140,6 @@ def compare_eval(compare: dict[str, Any]) -> pd.DataFrame:
     return _per_run(compare, "eval_accuracy", "epoch", "accuracy")
 
 
-def accuracy_vs_params(compare: dict[str, Any]) -> pd.DataFrame:
-    """Accuracy against log10(trainable parameters): the native plots have no log axis."""
-    rows = [
-        {
-            "log10_params": math.log10(row["trainable_params"]),
-            "accuracy": row["accuracy"],
-            "run": run_label(row["id"], row["name"]),
-            "trainable": f"{row['trainable_params']:,}",
-        }
-        for row in compare.get("table", [])
-        if row.get("trainable_params") and row.get("accuracy") is not None
-    ]
-    return pd.DataFrame(rows, columns=["log10_params", "accuracy", "run", "trainable"])
-
-
 def per_class_f1(compare: dict[str, Any]) -> tuple[pd.DataFrame, list[str]]:
     """F1 per class per run, and the x order.
 

@@ -63,3 +63,15 @@ def test_a_run_with_an_interval_gets_an_error_bar_spanning_it() -> None:
         high < float(point.get("cy")) < low
         and abs((low - float(point.get("cy"))) - (float(point.get("cy")) - high)) < 0.5
     )
+
+
+def test_the_axis_holds_the_error_bars() -> None:
+    wide = {**trial(1, 0.95, 20_000, True), "score_ci": [0.82, 1.0]}
+    page = pareto_svg([wide, trial(2, 0.97, 300_000, True)], "trainable_params", "accuracy", best_id=2)
+    svg = ET.fromstring(page[: page.index("</svg>") + len("</svg>")])
+    (bar,) = [
+        line for line in svg.iter("{http://www.w3.org/2000/svg}line") if line.get("class") == "wb-error-bar"
+    ]
+    from service.svg_charts import BOTTOM, HEIGHT, TOP
+
+    assert TOP <= float(bar.get("y2")) < float(bar.get("y1")) <= HEIGHT - BOTTOM  # inside the plot

@@ -186,8 +186,11 @@ COMPARE = {
 def test_compare_frames_have_one_series_per_run() -> None:
     assert set(charts.compare_loss(COMPARE)["run"]) == {"#3 lora r=8 · tiny"}
     assert set(charts.compare_eval(COMPARE)["run"]) == {"#3 lora r=8 · tiny", "#4 probe · tiny"}
-    scatter = charts.accuracy_vs_params(COMPARE)
-    assert list(scatter["log10_params"].round(2)) == [4.87, 2.89]
+    from service.svg_charts import compare_scatter_svg
+
+    table = [{**COMPARE["table"][0], "score_ci": [0.8, 0.9]}, COMPARE["table"][1]]
+    scatter = compare_scatter_svg({**COMPARE, "table": table})
+    assert scatter.count('class="wb-point') == 2 and scatter.count('class="wb-error-bar"') == 1
     f1, order = charts.per_class_f1(COMPARE)
     assert order == ["neg · #3", "neg · #4", "pos · #3", "pos · #4"]
     assert len(set(f1["bar"])) == len(f1), "one bar per x value: shared x values would stack"

@@ -8,6 +8,7 @@ from typing import Any
 import gradio as gr
 
 from backend.errors import ConfigError
+from service.svg_charts import compare_scatter_svg
 from ui import charts, tables
 from ui.endpoints import Endpoints
 from ui.feedback import problem
@@ -49,7 +50,7 @@ class _Handlers:
             + pooled_html(result),
             charts.compare_loss(result),
             charts.compare_eval(result),
-            charts.accuracy_vs_params(result),
+            "<b>Accuracy vs trainable parameters</b>" + compare_scatter_svg(result),
             f1,
             tables.confusion_html(result),
             tables.to_html(
@@ -101,16 +102,8 @@ def _plots() -> list[Any]:
             gr.LinePlot, "epoch", "accuracy", "Evaluation accuracy per epoch", color="run", score=True
         )
     with gr.Row():
-        scatter = charts.plot(
-            gr.ScatterPlot,
-            "log10_params",
-            "accuracy",
-            "Accuracy vs trainable parameters",
-            color="run",
-            score=True,
-            x_title="log₁₀ trainable parameters",
-            tooltip=["trainable", "accuracy", "run"],
-        )
+        # SVG, as the Sweeps page's Pareto chart: the native plots draw no error bars
+        scatter = gr.HTML(label="Accuracy vs trainable parameters", elem_id="compare-scatter")
         f1 = charts.plot(
             gr.BarPlot,
             "bar",
