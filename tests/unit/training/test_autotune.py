@@ -50,7 +50,7 @@ from backend.training.lr_search_noise import Score
 from tests.conftest import sentiment_rows, write_csv
 
 # IA3 is the example: at a fixed 1e-6 it does not move in these few steps, while its
-# search candidates (3e-3 .. 1e-1) include rates that learn the toy task in the same steps.
+# search candidates (3e-3 .. 3e-2) include rates that learn the toy task in the same steps.
 SMALL_LR = 1e-6
 QUICK = {"method": "ia3", "epochs": 3, "batch_size": 16, "max_length": 16}
 
