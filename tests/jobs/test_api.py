@@ -269,6 +269,22 @@ def test_the_forecast_is_calibrated_by_finished_runs(finished: dict[str, Any]) -
     assert 0.85 * peak <= fc["peak_mb"] <= 1.15 * peak, (fc["peak_mb"], peak, peaks)
 
 
+def test_three_finished_runs_are_judged_against_the_best_with_holm(finished: dict[str, Any]) -> None:
+    """Issue 37 through the Workbench: the same evaluation split, so every run is paired."""
+    bench, ids = finished["bench"], finished["ids"]
+    result = bench.significance(ids)
+    assert [r["run"] for r in result["runs"]] == [f"job {i}" for i in ids]
+    assert result["correction"] == "Holm" and len(result["pairs"]) == 2
+    best = max(result["runs"], key=lambda r: r["score"])
+    assert result["best"] == best["run"] and all(p["b"] == best["run"] for p in result["pairs"])
+    assert all(p["p_adjusted"] >= p["p_value"] for p in result["pairs"])
+    for run in result["runs"]:
+        low, high = run["score_ci"]
+        assert low <= run["score"] <= high
+    shown = bench.compare(ids)
+    assert shown["significance"] == result and shown["significance_note"] is None
+
+
 def test_a_rerun_records_the_run_its_settings_came_from(finished: dict[str, Any]) -> None:
     bench, origin = finished["bench"], finished["ids"][0]
     config = bench.get_job(origin)["config"]

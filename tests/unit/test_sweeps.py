@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from backend.errors import ConfigError
+from backend.methods import registry
 from backend.sweeps import apply_point, grid_points, pareto_flags, parse_axis, point_text, search_range
 
 
@@ -53,7 +54,8 @@ def test_search_ranges_come_from_the_metadata() -> None:
     assert search_range("lora", "rank") == {"name": "rank", "kind": "int", "low": 1, "high": 256, "log": True}
     assert search_range("lora", "targets")["choices"] == ["attention q,v", "all linear"]
     lr = search_range("lora", "lr")
-    assert lr["log"] and lr["low"] < 3e-4 and lr["high"] > 1e-2  # around the method's candidates
+    rates = registry.get("lora").lr_candidates
+    assert lr["log"] and lr["low"] < min(rates) and lr["high"] > max(rates)  # around the candidates
     assert search_range("lora", "lr=1e-7:1e-1") == {
         "name": "lr", "kind": "float", "low": 1e-7, "high": 1e-1, "log": True,
     }  # fmt: skip

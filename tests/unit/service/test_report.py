@@ -75,7 +75,10 @@ def test_a_comparison_report_holds_the_table_charts_and_configs(finished: dict[s
     compare = bench.compare(ids)
     for row in compare["table"]:
         assert f"#{row['id']} " in page
-        assert f">{row['accuracy']:.3f}<" in page and f">{row['macro_f1']:.3f}<" in page
+        # each score with its 95% interval (issue 37), as the run stored it
+        acc, f1 = row["score_ci"], row["macro_f1_ci"]
+        assert f">{row['accuracy']:.3f} [{acc[0]:.3f}, {acc[1]:.3f}]<" in page
+        assert f">{row['macro_f1']:.3f} [{f1[0]:.3f}, {f1[1]:.3f}]<" in page
         config = shareable_config(bench.get_job(row["id"], log_tail=0)["config"])
         assert html.escape(json.dumps(config, indent=2, sort_keys=True)) in page
     assert "Majority class (reference)" in page and 'class="wb-curves"' in page
