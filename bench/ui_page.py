@@ -103,10 +103,11 @@ def run(args: argparse.Namespace) -> list[tuple[str, str, float, float]]:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=BROWSER_ARGS)
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            rows.extend(references(page, args))
+            if not args.skip_idle:
+                rows.extend(references(page, args))
             page.goto(url)
             nav(page, "Data").wait_for()
-            for tab in TABS:
+            for tab in [] if args.skip_idle else TABS:
                 show(page, tab, args.settle)
                 rows.append(("idle", tab, *measure(args.seconds, process.pid)))
                 print(rows[-1], flush=True)
@@ -134,7 +135,14 @@ def run(args: argparse.Namespace) -> list[tuple[str, str, float, float]]:
     return rows
 
 
-def section(rows: list[tuple[str, str, float, float]], args: argparse.Namespace) -> str:
+def section(
+    rows: list[tuple[str, str, float, float]],
+    args: argparse.Namespace,
+    kept: list[str] | None = None,
+    kept_when: str = "",
+) -> str:
+    """The section; ``kept``: table lines of an earlier run left as they were (``--skip-idle``)."""
+    kept = kept or []
     import gradio
 
     def verdict(state: str, share: float) -> str:
@@ -144,14 +152,19 @@ def section(rows: list[tuple[str, str, float, float]], args: argparse.Namespace)
         return f"{share:.1%} ({'met' if share < target else 'MISSED'})"
 
     table = "\n".join(
-        f"| {state} | {tab} | {verdict(state, cpu)} | {'–' if server != server else f'{server:.1%}'} |"
-        for state, tab, cpu, server in rows
+        [*kept]
+        + [
+            f"| {state} | {tab} | {verdict(state, cpu)} | {'–' if server != server else f'{server:.1%}'} |"
+            for state, tab, cpu, server in rows
+        ]
     )
+    when = f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC"
+    measured = f"{kept_when}; the training rows {when}" if kept else when
     command = " ".join(["python", "bench/ui_page.py", *sys.argv[1:]])
     return f"""{BEGIN}
 ## An open page's CPU (`bench/ui_page.py`)
 
-Measured {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC on {os.cpu_count()} CPU cores,
+Measured {measured} on {os.cpu_count()} CPU cores,
 Python {platform.python_version()}, gradio {gradio.__version__}: `{command}`.
 
 Headless Debian chromium, one page on the app, each tab shown in turn; *page CPU* sums every
@@ -168,6 +181,17 @@ running in gradio 6.17 (bench/UI.md, "Why").
 {table}
 {END}
 """
+
+
+def earlier_rows(path: Path) -> tuple[list[str], str]:
+    """The reference and idle table lines of the section in ``path``, and when they were measured."""
+    text = path.read_text() if path.exists() else ""
+    if BEGIN not in text:
+        return [], ""
+    old = text.split(BEGIN, 1)[1].split(END, 1)[0]
+    found = re.search(r"Measured (.+?) on \d+ CPU cores", old.replace("\n", " "))
+    lines = [line for line in old.splitlines() if line.startswith(("| reference |", "| idle |"))]
+    return lines, found.group(1).split(";")[0] if found else "earlier"
 
 
 def write_section(path: Path, text: str) -> None:
@@ -192,8 +216,14 @@ def main() -> None:
         help="training rows (8 epochs): the job must outlast the two minutes",
     )
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "UI.md")
+    parser.add_argument(
+        "--skip-idle",
+        action="store_true",
+        help="measure only while a job trains; keep the reference and idle rows already in --out",
+    )
     args = parser.parse_args()
-    text = section(run(args), args)
+    kept, kept_when = earlier_rows(args.out) if args.skip_idle else ([], "")
+    text = section(run(args), args, kept, kept_when)
     write_section(args.out, text)
     print(text)
 

@@ -645,14 +645,16 @@ def test_a_training_job_sends_only_the_details_that_moved() -> None:
 
     loss = pd.DataFrame({"step": [1, 2], "loss": [0.7, 0.6]})
     evals = pd.DataFrame({"epoch": [1], "value": [0.8]})
-    first, prints = unchanged_skipped(("step 2", gr.update(value=loss), gr.update(value=evals)), None)
+    first, prints, _ = unchanged_skipped(("step 2", gr.update(value=loss), gr.update(value=evals)), None)
     assert not any(value == gr.skip() for value in first)  # nothing sent before: everything
     longer = pd.DataFrame({"step": [1, 2, 3], "loss": [0.7, 0.6, 0.5]})
     same_evals = pd.DataFrame({"epoch": [1], "value": [0.8]})  # equal, not the same object
-    sent, prints = unchanged_skipped(("step 3", gr.update(value=longer), gr.update(value=same_evals)), prints)
+    sent, prints, _ = unchanged_skipped(
+        ("step 3", gr.update(value=longer), gr.update(value=same_evals)), prints
+    )
     assert sent[0] == "step 3" and sent[1]["value"] is longer and sent[2] == gr.skip()
     moved = pd.DataFrame({"epoch": [1], "value": [0.81]})
-    sent, _ = unchanged_skipped(("step 3", gr.update(value=longer), gr.update(value=moved)), prints)
+    sent, _, _ = unchanged_skipped(("step 3", gr.update(value=longer), gr.update(value=moved)), prints)
     assert sent[0] == gr.skip() and sent[1] == gr.skip() and sent[2]["value"] is moved
 
 
@@ -702,3 +704,18 @@ def test_runs_that_differ_only_in_seed_show_as_one_pooled_row() -> None:
     expected = ["lora r=8 · tiny (#3, #5, #6)", "0, 1, 2", "0.798 ± 0.013 (n=3)", "0.790 (n=3)"]
     assert frame.iloc[0].tolist() == expected
     assert tables.pooled_table(COMPARE).empty  # nothing to pool: no table
+
+
+def test_a_curve_that_moves_every_tick_is_held_back_but_never_lost() -> None:
+    """The loss curve of a training job changes on every 2 s tick; it goes out every 10 s."""
+    from ui.tabs.runs import unchanged_skipped
+
+    held = {1: 10.0}
+    first, prints, sent_at = unchanged_skipped(("step 1", "curve 1"), None, held, None, now=100.0)
+    assert first == ["step 1", "curve 1"] and sent_at == {"1": 100.0}
+    sent, prints, sent_at = unchanged_skipped(("step 2", "curve 2"), prints, held, sent_at, now=102.0)
+    assert sent == ["step 2", gr.skip()]  # the header now, the curve later
+    sent, prints, sent_at = unchanged_skipped(("step 2", "curve 2"), prints, held, sent_at, now=110.5)
+    assert sent == [gr.skip(), "curve 2"] and sent_at == {"1": 110.5}  # not lost: sent once due
+    sent, _, _ = unchanged_skipped(("step 3", "curve 3"), prints, None, sent_at, now=111.0)
+    assert sent == ["step 3", "curve 3"]  # nothing held (a finished job): at once

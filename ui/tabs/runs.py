@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,6 +30,9 @@ element.addEventListener('click', (event) => {
 });
 """
 LOG_LINES = 60
+# Detail outputs (by their index in ``_Handlers.tick``'s values) sent at most every N seconds
+# while they change: the loss curve and the log move on every tick of a training job.
+HELD = {2: 10.0, 7: 10.0}
 EXTRA_SEEDS = 2  # "Repeat with 2 more seeds": with the run itself, three to pool
 
 
@@ -124,20 +128,40 @@ def actions(status: str | None) -> tuple[Any, Any, Any]:
 PICK_A_JOB = "Click a job in the table to see its curves, log and actions."
 
 
-def unchanged_skipped(values: tuple[Any, ...], before: list[str] | None) -> tuple[list[Any], list[str]]:
+def unchanged_skipped(
+    values: tuple[Any, ...],
+    before: list[str] | None,
+    held: dict[int, float] | None = None,
+    sent_at: dict[str, float] | None = None,
+    now: float = 0.0,
+) -> tuple[list[Any], list[str], dict[str, float]]:
     """``values`` with each one equal to what was sent last time (``before``: their
-    fingerprints) replaced by ``gr.skip()``, and the new fingerprints.
+    fingerprints) replaced by ``gr.skip()``; and those at an index of ``held`` (index: seconds)
+    sent at most once per that many seconds (``sent_at``: when each index last went out). Returns
+    the values, the fingerprints of what the page now shows, and the new ``sent_at``.
 
     While a job trains, its step moves on every tick, but its evaluation curve changes once an
     epoch, its search chart and buttons not at all: sending each only when it changed keeps the
-    page from redrawing them every 2 s (a redraw of every chart per tick cost the page 12-14% of
-    a core while one job trained; bench/UI.md).
+    page from redrawing them every 2 s. The loss curve and the log do change on every tick; a
+    chart redrawn every 2 s cost the page 14% of a core (bench/UI.md), so they are held back a
+    few seconds, while the header's step and ETA stay live.
     """
     prints = [fingerprint(value) for value in values]
+    times = dict(sent_at or {})
     if before is None or len(before) != len(values):
-        return list(values), prints
-    pairs = zip(values, prints, before, strict=True)
-    return [gr.skip() if new == old else value for value, new, old in pairs], prints
+        return list(values), prints, {str(i): now for i in (held or {})}
+    out, shown = [], []
+    for i, (value, new, old) in enumerate(zip(values, prints, before, strict=True)):
+        wait = (held or {}).get(i)
+        if new == old or (wait is not None and now - times.get(str(i), -wait) < wait):
+            out.append(gr.skip())
+            shown.append(old)  # the page keeps the old one: send the new one later
+        else:
+            out.append(value)
+            shown.append(new)
+            if wait is not None:
+                times[str(i)] = now
+    return out, shown, times
 
 
 def fingerprint(value: Any) -> str:
@@ -233,8 +257,14 @@ class _Handlers:
             "\n".join(job["log"]),
             *actions(job["status"]),
         )
-        sent, prints = unchanged_skipped(values, previous.get("details"))
-        state = {"table": html, "job": job["id"], "details": prints, "pace": seconds}
+        sent, prints, sent_at = unchanged_skipped(
+            values,
+            previous.get("details"),
+            HELD if job["status"] == "running" else None,  # a finished job's last curve: at once
+            previous.get("sent_at"),
+            time.monotonic(),
+        )
+        state = {"table": html, "job": job["id"], "details": prints, "sent_at": sent_at, "pace": seconds}
         return (table, *sent, state, interval)
 
     @staticmethod
