@@ -707,7 +707,7 @@ def test_runs_that_differ_only_in_seed_show_as_one_pooled_row() -> None:
 
 
 def test_a_curve_that_moves_every_tick_is_held_back_but_never_lost() -> None:
-    """The loss curve of a training job changes on every 2 s tick; it goes out every 10 s."""
+    """The loss curve of a training job changes on every tick; it goes out every 10 s."""
     from ui.tabs.runs import unchanged_skipped
 
     held = {1: 10.0}

@@ -20,7 +20,7 @@ from ui.nav import Page
 from ui.pacing import pace
 from ui.tabs.runs_plots import detail_plots
 
-REFRESH_SECONDS = 2.0  # while a job is queued or running (ui.pacing slows it down otherwise)
+REFRESH_SECONDS = 3.0  # while a job is queued or running (ui.pacing slows it down otherwise)
 ACTIVE = ("queued", "running")
 # A click on a job row selects that job: rows carry their job id (tables.to_html keys).
 SELECT_ROW_JS = """
@@ -142,9 +142,9 @@ def unchanged_skipped(
 
     While a job trains, its step moves on every tick, but its evaluation curve changes once an
     epoch, its search chart and buttons not at all: sending each only when it changed keeps the
-    page from redrawing them every 2 s. The loss curve and the log do change on every tick; a
-    chart redrawn every 2 s cost the page 14% of a core (bench/UI.md), so they are held back a
-    few seconds, while the header's step and ETA stay live.
+    page from redrawing them on every tick. The loss curve and the log do change on every tick;
+    with the curve redrawn every 2 s the page cost 14% of a core (bench/UI.md), so they are held
+    back a few seconds, while the header's step and ETA stay live.
     """
     prints = [fingerprint(value) for value in values]
     times = dict(sent_at or {})
@@ -354,7 +354,7 @@ def build_runs_tab(endpoints: Endpoints, demo: gr.Blocks, tab: Page) -> RunsTab:
     private: dict[str, Any] = {"api_visibility": "private"}
     timer = gr.Timer(REFRESH_SECONDS, active=False)
     outputs = [table, header, error, *plots, log, cancel, resume, delete, last, timer]
-    quiet: dict[str, Any] = {"show_progress": "hidden", **private}  # no spinner every 2 s
+    quiet: dict[str, Any] = {"show_progress": "hidden", **private}  # no spinner on every tick
     timer.tick(h.tick, [selected, last], outputs, **quiet)
     for trigger in (demo.load, tab.select):  # shown at once, not at the next tick
         trigger(h.tick, [selected, last], outputs, **quiet)
