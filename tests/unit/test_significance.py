@@ -113,3 +113,15 @@ def test_two_thousand_rows_take_well_under_a_second() -> None:
     score_interval(true, a, macro_f1(6))
     compare_pair(true, a, b, macro_f1(6))
     assert time.perf_counter() - started < 5.0
+
+
+def test_above_the_bca_limit_the_percentile_interval_covers_as_well() -> None:
+    from backend.significance import BCA_MAX_ROWS
+
+    rng = np.random.default_rng(7)
+    truth, rows, covered = 0.7, BCA_MAX_ROWS + 500, 0
+    for _ in range(200):
+        predicted = np.where(rng.random(rows) < truth, 0, 1)
+        low, high = score_interval(np.zeros(rows, dtype=int), predicted)
+        covered += low <= truth <= high
+    assert covered >= 186, covered
