@@ -21,6 +21,7 @@ input with its references) brings its own.
 from __future__ import annotations
 
 import hashlib
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -158,14 +159,11 @@ def _bootstrap(data: tuple[np.ndarray, ...], statistic: Callable[..., Any], seed
             random_state=np.random.default_rng(seed),
         ).confidence_interval
 
-    with np.errstate(all="ignore"):
-        import warnings
-
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # BCa's degenerate-data warning: handled below
-            ci = run("BCa") if len(data[0]) <= BCA_MAX_ROWS else run("percentile")
-            if not (np.isfinite(ci.low) and np.isfinite(ci.high)):
-                ci = run("percentile")
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # BCa's degenerate-data warning: handled below
+        ci = run("BCa") if len(data[0]) <= BCA_MAX_ROWS else run("percentile")
+        if not (np.isfinite(ci.low) and np.isfinite(ci.high)):
+            ci = run("percentile")
     return float(ci.low), float(ci.high)
 
 
