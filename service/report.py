@@ -215,7 +215,7 @@ def pareto_charts(sweep: Mapping[str, Any]) -> str:
     """The front against each cost, without the page's click behaviour."""
     objective, best = sweep.get("objective", "accuracy"), sweep.get("best_job_id")
     return "".join(
-        f"<h3>{cell(title)}</h3>" + pareto_svg(sweep["trials"], cost, objective, best, clickable=False)
+        f"<h3>{cell(title)}</h3>" + pareto_svg(sweep["points"], cost, objective, best, clickable=False)
         for cost, (title, _) in COSTS.items()
     )
 

@@ -115,7 +115,7 @@ def pareto_svg(
     if not points:
         return "<p>No finished trial to plot yet.</p>"
     fx, xs = _scale([t[cost] for t in points], log, LEFT, WIDTH - RIGHT)
-    intervals = [t["score_ci"] for t in points if objective == "accuracy" and t.get("score_ci")]
+    intervals = [bar for t in points if (bar := _bar(t, objective))]
     spans = [t[objective] for t in points] + [end for ci in intervals for end in ci]  # bars fit too
     fy, ys = _scale(spans, False, HEIGHT - BOTTOM, TOP, bounds=(0.0, 1.0))
     x_title = title + (" (log scale)" if log else "")
@@ -127,17 +127,20 @@ def pareto_svg(
             f'<polyline points="{coords}" fill="none" stroke="{COLORS["front"]}" stroke-dasharray="4 3"/>'
         )
     cursor = ' style="cursor:pointer"' if clickable else ""
-    for t in points:  # error bars first, under the points: accuracy's 95% interval
-        interval = t.get("score_ci") if objective == "accuracy" else None
-        if interval:
-            x = fx(t[cost])
+    for t in points:  # error bars first, under the points
+        if interval := _bar(t, objective):
+            x, pooled = fx(t[cost]), t.get("n", 1) > 1
+            kind, dashes = ("spread", ' stroke-dasharray="3 2"') if pooled else ("error", "")
             parts.append(
-                f'<line class="wb-error-bar" x1="{x:.1f}" x2="{x:.1f}" y1="{fy(interval[0]):.1f}" '
-                f'y2="{fy(interval[1]):.1f}" stroke="{COLORS["other"]}" stroke-width="1.5"/>'
+                f'<line class="wb-{kind}-bar" x1="{x:.1f}" x2="{x:.1f}" y1="{fy(interval[0]):.1f}" '
+                f'y2="{fy(interval[1]):.1f}" stroke="{COLORS["other"]}" stroke-width="1.5"{dashes}/>'
             )
     for t in points:
         kind = "best" if t["job_id"] == best_id else ("front" if t["pareto_by"][cost] else "other")
-        tip = f"#{t['job_id']} {t['name']} · {objective} {t[objective]:.4f} · {title} {_label(t[cost])}"
+        score = f"{objective} {t[objective]:.4f}"
+        if t.get("n", 1) > 1:
+            score = f"{objective} mean {t[objective]:.4f} ± {t['spread']:.4f} over {t['n']} seeds"
+        tip = f"#{t['job_id']} {t['name']} · {score} · {title} {_label(t[cost])}"
         parts.append(
             f'<circle data-key="{t["job_id"]}" class="wb-point wb-{kind}" cx="{fx(t[cost]):.1f}" '
             f'cy="{fy(t[objective]):.1f}" r="{7 if kind == "best" else 5}" fill="{COLORS[kind]}"'
@@ -149,9 +152,18 @@ def pareto_svg(
         f'<div class="wb-caption"><span style="color:{COLORS["best"]}">●</span> best run · '
         f'<span style="color:{COLORS["front"]}">●</span> on the Pareto front · '
         f'<span style="color:{COLORS["other"]}">●</span> dominated; a vertical bar: the 95% interval '
-        f"of the run's accuracy.{hint}</div>"
+        "of the run's accuracy; dashed, for runs that differ only in seed (one point at their "
+        f"mean): ± one standard deviation over the seeds.{hint}</div>"
     )
     return "".join(parts) + legend
+
+
+def _bar(point: dict[str, Any], objective: str) -> list[float] | None:
+    """A point's vertical bar: the spread of pooled seeds (any objective), else the run's
+    accuracy interval (stored for accuracy only)."""
+    if point.get("n", 1) > 1 or objective == "accuracy":
+        return point.get("score_ci") or None
+    return None
 
 
 def bars_svg(bars: list[tuple[str, float | None]], *, reference: float | None = None, title: str) -> str:

@@ -59,12 +59,15 @@ def header(detail: dict[str, Any]) -> str:
         f"**{kind}** · {detail['status']} · {detail['trials_done']}/{detail['trials_planned']} trials ended"
         + (f" · {detail['pruned']} pruned" if detail.get("pruned") else "")
     )
-    best = next((t for t in detail["trials"] if t["job_id"] == detail["best_job_id"]), None)
+    best = next((t for t in detail["points"] if t["job_id"] == detail["best_job_id"]), None)
     if best is not None:
+        score = tables.number(best[detail["objective"]], 4)
+        if best["n"] > 1:  # seeds pooled: the point is their mean
+            spread = tables.number(best["spread"], 4)
+            score = f"mean {score} ± {spread} over {best['n']} seeds (its best seed's run)"
         line += (
-            f"\n\n**Best run: #{best['job_id']}** {best['name']} · {detail['objective']} "
-            f"{tables.number(best[detail['objective']], 4)} · {best['trainable_params'] or 0:,} "
-            "trainable parameters"
+            f"\n\n**Best run: #{best['job_id']}** {best['name']} · {detail['objective']} {score} · "
+            f"{best['trainable_params'] or 0:,} trainable parameters"
         )
     return line
 
@@ -109,7 +112,7 @@ class _Handlers:
         except Exception as exc:  # noqa: BLE001 - e.g. deleted meanwhile
             return problem(exc, "reading the sweep"), "", ""
         chart = pareto_svg(
-            detail["trials"], cost or "trainable_params", detail["objective"], detail["best_job_id"]
+            detail["points"], cost or "trainable_params", detail["objective"], detail["best_job_id"]
         )
         return header(detail), chart, trials_table(detail)
 
