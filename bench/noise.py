@@ -8,8 +8,8 @@ score's 95% interval, the difference's paired-bootstrap interval, McNemar's exac
 runs are the newest of bench/tasks_runs.jsonl; their folders (with ``eval_predictions.parquet``)
 are where bench/tasks.py left them (``artifact``; for rows from before it recorded that, the
 newest ``bench-tasks-*/<dataset>-<method>-auto-<seed>`` under the temporary folder). A missing
-run is trained here first, as bench/tasks.py would. Writes bench/NOISE.md, which bench/TASKS.md
-includes, and bench/noise_runs.jsonl.
+run is trained here first, as bench/tasks.py would. Appends to bench/noise_runs.jsonl and writes
+bench/NOISE.md (which bench/TASKS.md includes) with a section per pairing it holds.
 """
 
 from __future__ import annotations
@@ -48,7 +48,8 @@ def run_folder(dataset: str, method: str, seed: int, rows: int) -> Path:
 
 def render(results: list[dict[str, Any]], dataset: str, methods: list[str]) -> str:
     lines = [
-        "## Two methods across seeds, as Compare sees them (issue 37, `python bench/noise.py`)",
+        f"## {dataset}: {' against '.join(methods)} across seeds, as Compare sees them (issue 37, "
+        f"`python bench/noise.py --dataset {dataset} --methods {','.join(methods)}`)",
         "",
         f"{dataset}, bench/tasks.py's auto runs of {' and '.join(methods)}, paired seed by seed on the "
         "same evaluation rows by `app.py compare`'s code: each accuracy with its 95% bootstrap "
@@ -121,10 +122,11 @@ def main() -> int:
     p.add_argument("--methods", default="lora,full")
     p.add_argument("--seeds", default="0,1,2")
     p.add_argument("--rows", type=int, default=1000)
+    p.add_argument("--report-only", action="store_true", help="rewrite bench/NOISE.md from the runs file")
     args = p.parse_args()
     methods = args.methods.split(",")
     results = []
-    for seed in map(int, args.seeds.split(",")):
+    for seed in [] if args.report_only else map(int, args.seeds.split(",")):
         named = [(m, read_predictions(run_folder(args.dataset, m, seed, args.rows))) for m in methods]
         started = time.perf_counter()
         compared = compare_runs(named)
@@ -132,11 +134,27 @@ def main() -> int:
         result = {"dataset": args.dataset, "seed": seed, **compared, "seconds": seconds, "commit": COMMIT}
         print(json.dumps(result), flush=True)
         results.append(result)
-    with RUNS.open("a") as fh:
-        fh.writelines(json.dumps(r) + "\n" for r in results)
-    REPORT.write_text(render(results, args.dataset, methods) + timing(results))
+    if results:
+        with RUNS.open("a") as fh:
+            fh.writelines(json.dumps(r) + "\n" for r in results)
+    REPORT.write_text(report() + timing(results or newest()[-1][2]))
     print(REPORT.read_text())
     return 0
+
+
+def newest() -> list[tuple[str, list[str], list[dict[str, Any]]]]:
+    """Every pairing bench/noise_runs.jsonl holds, in the order first run: (dataset, methods,
+    the newest result per seed)."""
+    groups: dict[tuple[str, tuple[str, ...]], dict[int, dict[str, Any]]] = {}
+    for line in RUNS.read_text().splitlines() if RUNS.is_file() else []:
+        r = json.loads(line)
+        groups.setdefault((r["dataset"], tuple(run["run"] for run in r["runs"])), {})[r["seed"]] = r
+    return [(d, list(m), [by_seed[k] for k in sorted(by_seed)]) for (d, m), by_seed in groups.items()]
+
+
+def report() -> str:
+    """A section per pairing, the newest result of each seed."""
+    return "\n".join(render(results, dataset, methods) for dataset, methods, results in newest())
 
 
 if __name__ == "__main__":
