@@ -13,6 +13,7 @@ from backend.settings import PROJECT_ROOT, Settings
 from jobs.runner import process_alive
 from jobs.schema import Job
 from jobs.supervisor import Supervisor
+from jobs.supervisor_registry import supervisors as live_supervisors
 from service.api import Workbench
 from tests.jobs.conftest import (
     app_env,
@@ -73,11 +74,13 @@ def test_restarted_supervisor_adopts_a_live_worker(
 def test_two_supervisors_never_run_one_job_twice(
     bench: Workbench, processes: Callable[..., subprocess.Popen[str]], data_dir: Path
 ) -> None:
-    # Paced (a few seconds each): forked workers finish a tiny job in under a second, before the
-    # second process has started its supervisor.
+    # Both supervisors are up before the jobs exist: a loaded machine took longer to start the
+    # second process than the first took to run all four jobs. Paced (a few seconds each), so
+    # that one job keeps a supervisor (one at a time) busy while the other claims the next.
+    processes("worker", "--max-concurrent", "1")
+    processes("worker", "--max-concurrent", "1")
+    wait_for(lambda: len(live_supervisors(bench.db)) == 2, 120, "both worker processes' supervisors")
     ids = [bench.submit(paced_job(data_dir, epochs=2, seed=i)) for i in range(4)]
-    processes("worker", "--max-concurrent", "1")
-    processes("worker", "--max-concurrent", "1")
     jobs = [wait_status(bench, i) for i in ids]
     assert [j["status"] for j in jobs] == ["succeeded"] * 4
     for job_id in ids:
