@@ -237,14 +237,16 @@ def load_classifier(
     quant: str = "none",
     pad_token_id: int | None = None,
     attention: str | None = None,
+    head: dict[str, Any] | None = None,
 ) -> Any:
     """``AutoModelForSequenceClassification`` with the label map (and quantized base);
-    ``attention`` names transformers' attention implementation (None: its default)."""
+    ``attention`` names transformers' attention implementation (None: its default); ``head``
+    replaces the label map's arguments (a task's: one output and ``problem_type`` for a score)."""
     from transformers import AutoModelForSequenceClassification
     from transformers.utils import logging as hf_logging
 
     qcfg = quantization_config(quant, info)
-    kwargs: dict[str, Any] = label_kwargs(label_names) | (
+    kwargs: dict[str, Any] = (head or label_kwargs(label_names)) | (
         {"attn_implementation": attention} if attention else {}
     )
     copy = None

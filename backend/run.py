@@ -13,11 +13,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from backend.artifacts.save import save_run
 from backend.catalogue import load_tokenizer, model_info
+from backend.data.prepare import PreparedData
 from backend.methods import registry
 from backend.probing.run import run_probe
-from backend.significance import run_intervals
+from backend.significance import rows_digest
 from backend.training.callbacks import Callback
 from backend.training.config import TrainConfig, load_data, validate
 from backend.training.loop import run_loop
@@ -59,7 +62,7 @@ def run_training(
     summary = outcome.summary
     summary["lr_choice_warning"] = lr_choice_warning(summary)
     # issue 37: the score's 95% interval, stored with the run (not recomputed on every view)
-    summary.update(run_intervals(outcome.eval_probs, data.eval, data.label_names))
+    summary.update(run_intervals(outcome.eval_probs, data))
     for warning in ("learning_flag", "lr_choice_warning"):
         if summary.get(warning):
             cb.on_log(f"warning: {summary[warning]}")
@@ -67,3 +70,17 @@ def run_training(
     record = {**summary, "best": outcome.best, "history": outcome.history}
     (Path(out_dir) / "metrics.json").write_text(json.dumps(record, indent=2))
     return summary
+
+
+def run_intervals(outputs: Any, data: PreparedData) -> dict[str, Any]:
+    """The score's 95% interval (the task's own: ``Task.intervals``) and the digest of the
+    evaluation rows it was measured on (what Compare pairs runs by)."""
+    split, task = data.eval, data.task
+    true = np.asarray(split.labels)
+    pairs = split.pairs if split.pairs is not None else [None] * len(split.texts)
+    names = task.target_names(split.labels, data.label_names)
+    return {
+        "primary_metric": task.primary_metric,
+        **task.intervals(true, np.asarray(outputs), data.label_names),
+        "eval_rows_digest": rows_digest(list(split.rows), list(split.texts), list(pairs), names),
+    }

@@ -184,28 +184,26 @@ def _permutation_p(true: np.ndarray, a: np.ndarray, b: np.ndarray, metric: Metri
     return float(result.pvalue)
 
 
-def run_intervals(probs: np.ndarray, split: Any, label_names: list[str]) -> dict[str, Any]:
-    """What a finished run stores: its score (accuracy, the primary metric of a label task) with
-    its interval, macro-F1's interval, and the digest of the rows they were measured on.
-    ``split``: the evaluation Split (texts, pairs, label ids, source rows)."""
-    true, predicted = np.asarray(split.labels), np.asarray(probs).argmax(-1)
-    pairs = split.pairs if split.pairs is not None else [None] * len(split.texts)
-    names = [label_names[i] for i in split.labels]
-    return {
-        "primary_metric": "accuracy",
-        "score": float(accuracy(true, predicted)),
-        "score_ci": list(score_interval(true, predicted)),
-        "macro_f1_ci": list(score_interval(true, predicted, macro_f1(len(label_names)))),
-        "eval_rows_digest": rows_digest(list(split.rows), list(split.texts), list(pairs), names),
-    }
+# (runs) -> (true, {name: predicted}, metric, metric name): how a task scores its frames
+Scoring = Callable[[list[tuple[str, Any]]], tuple[np.ndarray, dict[str, np.ndarray], Metric, str]]
 
 
-def compare_runs(runs: list[tuple[str, Any]]) -> dict[str, Any]:
+def label_scoring(runs: list[tuple[str, Any]]) -> tuple[np.ndarray, dict[str, np.ndarray], Metric, str]:
+    """A label task's frames as class codes, scored by accuracy (McNemar's test pairs them)."""
+    classes = sorted({str(v) for _, frame in runs for v in (*frame["true"], *frame["predicted"])})
+    code = {name: i for i, name in enumerate(classes)}
+    true = np.array([code[str(v)] for v in runs[0][1]["true"]])
+    predicted = {name: np.array([code[str(v)] for v in frame["predicted"]]) for name, frame in runs}
+    return true, predicted, accuracy, "accuracy"
+
+
+def compare_runs(runs: list[tuple[str, Any]], scoring: Scoring | None = None) -> dict[str, Any]:
     """``runs``: (name, evaluation-predictions frame: row, text, pair, true, predicted), two or
-    more, all on the same evaluation rows. Each run's accuracy with its interval, then every
-    other run against the best: the difference, its interval, McNemar's p-value, the p-value
-    Holm-corrected over those comparisons, and the verdict. Raises ValueError naming the runs
-    whose evaluation rows differ (they cannot be paired)."""
+    more, all on the same evaluation rows; ``scoring``: the task's (``Task.scoring``; None: a
+    label task's accuracy). Each run's score with its interval, then every other run against the
+    best: the difference, its interval, the p-value (McNemar's for accuracy, else a paired
+    permutation test), Holm-corrected over those comparisons, and the verdict. Raises
+    ValueError naming the runs whose evaluation rows differ (they cannot be paired)."""
     if len(runs) < 2:
         raise ValueError("compare needs two runs or more")
     digests = {name: frame_digest(frame) for name, frame in runs}
@@ -216,20 +214,25 @@ def compare_runs(runs: list[tuple[str, Any]]) -> dict[str, Any]:
                 f"{first} and {name} were evaluated on different rows (digests {digests[first]} and "
                 f"{digests[name]}): their scores cannot be paired; evaluate both on the same data"
             )
-    classes = sorted({str(v) for _, frame in runs for v in (*frame["true"], *frame["predicted"])})
-    code = {name: i for i, name in enumerate(classes)}
-    true = np.array([code[str(v)] for v in runs[0][1]["true"]])
-    predicted = {name: np.array([code[str(v)] for v in frame["predicted"]]) for name, frame in runs}
-    scores = {name: float(accuracy(true, p)) for name, p in predicted.items()}
+    true, predicted, metric, metric_name = (scoring or label_scoring)(runs)
+    scores = {name: float(metric(true, p, -1)) for name, p in predicted.items()}
     best = max(scores, key=lambda name: scores[name])  # the first of equals
-    pairs = [(name, compare_pair(true, predicted[name], predicted[best])) for name, _ in runs if name != best]
+    pairs = [
+        (name, compare_pair(true, predicted[name], predicted[best], metric))
+        for name, _ in runs
+        if name != best
+    ]
     adjusted = holm([pair.p_value for _, pair in pairs])
     return {
-        "metric": "accuracy",
+        "metric": metric_name,
         "eval_rows": len(true),
         "eval_rows_digest": digests[first],
         "runs": [
-            {"run": name, "score": scores[name], "score_ci": list(score_interval(true, predicted[name]))}
+            {
+                "run": name,
+                "score": scores[name],
+                "score_ci": list(score_interval(true, predicted[name], metric)),
+            }
             for name, _ in runs
         ],
         "best": best,

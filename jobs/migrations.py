@@ -98,8 +98,16 @@ def add_sweeps(conn: Connection) -> None:
     )
 
 
+def add_job_task_score(conn: Connection) -> None:
+    """Version 5: a job records its task (NULL: text classification, the only task of every
+    run before) and its score, the task's primary metric: for those runs, their accuracy."""
+    conn.execute(text("ALTER TABLE jobs ADD COLUMN task VARCHAR(32)"))
+    conn.execute(text("ALTER TABLE jobs ADD COLUMN score FLOAT"))
+    conn.execute(text("UPDATE jobs SET score = accuracy"))
+
+
 # MIGRATIONS[i] upgrades version i + 1 to version i + 2. Version 1 is the first schema.
-MIGRATIONS: list[Migration] = [add_job_gpu, add_metric_layer, add_sweeps]
+MIGRATIONS: list[Migration] = [add_job_gpu, add_metric_layer, add_sweeps, add_job_task_score]
 
 
 def current_version(steps: Sequence[Migration] = MIGRATIONS) -> int:

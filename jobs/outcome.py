@@ -65,6 +65,7 @@ def final_fields(summary: dict[str, Any], out_dir: Path) -> dict[str, Any]:
         }
     return {
         **values,
+        "task": summary.get("task"),
         "summary": summary,
         "evaluation": evaluation,
         "progress": 1.0,
@@ -89,7 +90,8 @@ def record_success(db: Database, job: Job, summary: dict[str, Any], rows_written
         retry(lambda: queue.write_outcome(out_dir, values), what="saving the outcome", attempts=3)
     except OSError as exc:  # the database write below may still work
         log.write(f"warning: could not save {queue.OUTCOME_FILE} ({exc})")
-    log.write(f"succeeded: accuracy {summary.get('accuracy'):.4f}, {rows_written} metric rows written")
+    score = f"{summary.get('primary_metric', 'accuracy')} {summary.get('score', summary.get('accuracy')):.4f}"
+    log.write(f"succeeded: {score}, {rows_written} metric rows written")
     try:
         recorded = queue.finish(
             db,

@@ -73,7 +73,11 @@ class JobRow(TypedDict):
     step: int | None
     total_steps: int | None
     eta_seconds: float | None
-    accuracy: float | None
+    task: str  # backend.tasks key (the default for runs from before tasks)
+    primary_metric: str  # the task's: what ``score`` holds
+    headline: list[str]  # the task's headline metrics (keys of the summary)
+    score: float | None
+    accuracy: float | None  # classification's (None for other tasks)
     macro_f1: float | None
     created: str  # ISO 8601, UTC
     started: str | None
@@ -103,7 +107,7 @@ class JobDetail(JobRow):
     log_path: str | None
     log: list[str]  # the last lines asked for
     series: Series
-    # jobs.schema.METRIC_COLUMNS beyond accuracy and macro_f1 (already in the row)
+    # jobs.schema.METRIC_COLUMNS beyond score, accuracy and macro_f1 (already in the row)
     eval_loss: float | None
     trainable_params: int | None
     total_params: int | None
@@ -121,6 +125,10 @@ class CompareRow(TypedDict):
     name: str
     method: str
     knobs: str
+    task: str
+    primary_metric: str
+    headline: list[str]
+    score: float | None
     accuracy: float | None
     macro_f1: float | None
     trainable_params: int | None
@@ -134,7 +142,7 @@ class CompareRow(TypedDict):
     lr_auto: bool  # chosen by the automatic search
     learning_flag: str | None
     lr_choice_warning: str | None  # the search's choice is in doubt (backend.training.lr_warning)
-    score_ci: list[float] | None  # 95% bootstrap interval of accuracy (None: a run before it)
+    score_ci: list[float] | None  # 95% bootstrap interval of the score (None: a run before it)
     macro_f1_ci: list[float] | None
 
 

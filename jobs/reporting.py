@@ -117,19 +117,23 @@ class JobReporter(Callback):
             self.flush()
 
     def on_epoch(self, info: EpochInfo) -> None:
-        now, m = time.time(), info.metrics
-        self._add(info.step, "eval_accuracy", m["accuracy"], now, epoch=info.epoch)
-        self._add(info.step, "eval_macro_f1", m["macro_f1"], now, epoch=info.epoch)
-        self._add(info.step, "eval_loss", m["eval_loss"], now, epoch=info.epoch)
+        now = time.time()
+        for (
+            name,
+            value,
+        ) in info.scalars.items():  # eval_accuracy, eval_macro_f1 (eval_spearman, ...), eval_loss
+            series = name if name.startswith("eval_") else f"eval_{name}"
+            self._add(info.step, series, value, now, epoch=info.epoch)
         self._add(info.step, "epoch_train_loss", info.train_loss, now, epoch=info.epoch)
         self._fields.update(epoch=info.epoch, total_epochs=info.total_epochs)
         self.flush()
 
     def on_layer(self, info: LayerInfo) -> None:
         # One point per layer, in Metric.layer; ``step`` counts the layers done.
-        now, m = time.time(), info.metrics
-        self._add(info.done, "layer_accuracy", m["accuracy"], now, layer=info.layer)
-        self._add(info.done, "layer_macro_f1", m["macro_f1"], now, layer=info.layer)
+        now = time.time()
+        for name, value in info.scalars.items():  # layer_accuracy, layer_macro_f1 (layer_spearman, ...)
+            if name != "eval_loss":
+                self._add(info.done, f"layer_{name}", value, now, layer=info.layer)
         # The job row's epoch/total_epochs show a sweep's progress: layers done of all.
         self._fields.update(epoch=info.done, total_epochs=info.total)
         self._fields["progress"] = info.done / max(info.total, 1)  # a sweep's progress is by layer

@@ -166,6 +166,8 @@ class Job(Base):
     error_detail: Mapped[str | None] = mapped_column(Text)  # traceback, for bug reports
     artifact_dir: Mapped[str | None] = mapped_column(Text)
     log_path: Mapped[str | None] = mapped_column(Text)
+    task: Mapped[str | None] = mapped_column(String(32))  # backend.tasks key; None: the default task
+    score: Mapped[float | None]  # the task's primary metric (its summary's "primary_metric")
     accuracy: Mapped[float | None]
     macro_f1: Mapped[float | None]
     eval_loss: Mapped[float | None]

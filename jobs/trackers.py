@@ -151,8 +151,9 @@ class TrackedCallback(Callback):
         self._send("scalars", info.step, _finite(values))
 
     def on_epoch(self, info: EpochInfo) -> None:
-        m = info.metrics
-        values = {"eval/accuracy": m["accuracy"], "eval/macro_f1": m["macro_f1"], "eval/loss": m["eval_loss"]}
+        values = {
+            f"eval/{k.removeprefix('eval_')}": v for k, v in info.scalars.items()
+        }  # eval/accuracy, eval/loss
         try:
             self.inner.on_epoch(info)  # a search trial's reporter may prune the trial here ...
         finally:  # ... after an evaluation the trackers should still show
@@ -160,8 +161,8 @@ class TrackedCallback(Callback):
 
     def on_layer(self, info: LayerInfo) -> None:
         self.inner.on_layer(info)
-        m = info.metrics  # a probe's layer sweep: the layer is the x axis
-        values = {"layer/accuracy": m["accuracy"], "layer/macro_f1": m["macro_f1"]}
+        # a probe's layer sweep: the layer is the x axis
+        values = {f"layer/{k}": v for k, v in info.scalars.items() if k != "eval_loss"}
         self._send("scalars", info.layer, _finite(values))
 
     def on_checkpoint(self, epoch: int, path: str) -> None:

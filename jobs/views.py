@@ -17,6 +17,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from backend.methods import registry
+from backend.tasks import registry as tasks
 from jobs.records import (
     CompareRow,
     ConfigDifference,
@@ -68,6 +69,14 @@ def default_job_name(method: str, method_config: dict[str, Any] | None, dataset:
     return f"{method} {knob_text} · {dataset}" if knob_text else f"{method} · {dataset}"
 
 
+def task_fields(job: Job) -> dict[str, Any]:
+    """The run's task, its primary metric and its score (a run from before tasks: accuracy)."""
+    task = tasks.get(job.task)
+    score = job.score if job.score is not None else job.accuracy
+    headline = list(task.headline)
+    return {"task": task.key, "primary_metric": task.primary_metric, "headline": headline, "score": score}
+
+
 def job_row(job: Job, dataset_name: str | None) -> JobRow:
     """The list view of a job."""
     return {
@@ -87,6 +96,7 @@ def job_row(job: Job, dataset_name: str | None) -> JobRow:
         "step": job.step,
         "total_steps": job.total_steps,
         "eta_seconds": job.eta_seconds,
+        **task_fields(job),
         "accuracy": job.accuracy,
         "macro_f1": job.macro_f1,
         "created": iso(job.created_at),
@@ -240,6 +250,7 @@ def compare_row(job: Job) -> CompareRow:
         "name": job.name,
         "method": job.method,
         "knobs": knobs(job.method, (job.config or {}).get("method_config")),
+        **task_fields(job),
         **{field: getattr(job, field) for field in COMPARE_FIELDS},
         "trainable_percent": percent,
         **learning_rate(job),
@@ -267,7 +278,13 @@ def majority_rows(jobs: list[Job]) -> list[MajorityRow]:
         if not baseline:
             continue
         key = (job.dataset_id, job.eval_dataset_id, baseline["accuracy"], baseline["macro_f1"])
-        rows.setdefault(key, {"jobs": [], **baseline})["jobs"].append(job.id)
+        row: MajorityRow = {
+            "jobs": [],
+            "label_id": baseline["label_id"],
+            "accuracy": baseline["accuracy"],
+            "macro_f1": baseline["macro_f1"],
+        }  # fmt: skip (a run stores "score" too)
+        rows.setdefault(key, row)["jobs"].append(job.id)
     return list(rows.values())
 
 

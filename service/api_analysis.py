@@ -53,10 +53,15 @@ class AnalysisApi(WorkbenchState):
         against the best: better, within noise or worse (``backend.significance.compare_runs``).
         A ConfigError says which runs were evaluated on different rows."""
         from backend.significance import compare_runs
+        from backend.tasks import registry as tasks
 
         named = [(f"job {int(job_id)}", self._predictions(int(job_id))) for job_id in job_ids]
+        kinds = {int(j): tasks.get(self._finished_job(int(j)).task).key for j in job_ids}
+        if len(set(kinds.values())) > 1:
+            listed = ", ".join(f"job {j} ({kind})" for j, kind in kinds.items())
+            raise ConfigError(f"runs of different tasks cannot be paired: {listed}")
         try:
-            return compare_runs(named)
+            return compare_runs(named, tasks.get(next(iter(kinds.values()), None)).scoring)
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
 

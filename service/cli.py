@@ -49,10 +49,10 @@ class StderrProgress(Callback):
             )
 
     def on_epoch(self, info: EpochInfo) -> None:
-        m = info.metrics
+        names = {"macro_f1": "macro-F1", "eval_loss": "loss"}
+        shown = " ".join(f"{names.get(k, k)} {v:.4f}" for k, v in info.scalars.items())
         print(
-            f"eval {info.epoch}/{info.total_epochs}: accuracy {m['accuracy']:.4f} macro-F1 "
-            f"{m['macro_f1']:.4f} loss {m['eval_loss']:.4f}{' (best)' if info.is_best else ''}",
+            f"eval {info.epoch}/{info.total_epochs}: {shown}{' (best)' if info.is_best else ''}",
             file=sys.stderr,
             flush=True,
         )
@@ -97,14 +97,7 @@ def cmd_predict(args: argparse.Namespace, settings: Settings) -> int:
             )
     texts = df[text_col].astype(str).tolist()
     pairs = df[pair_col].astype(str).tolist() if pair_col else None
-    preds = predictor.predict(texts, pairs)
-    out = pd.DataFrame(
-        {
-            text_col: texts,
-            "predicted_label": [p[0] for p in preds],
-            "probability": [round(p[1], 6) for p in preds],
-        }
-    )
+    out = pd.DataFrame({text_col: texts, **predictor.predict_columns(texts, pairs)})
     write_csv(out, args.out)  # formula-like cells quoted: people open this in a spreadsheet
     print(f"wrote {len(out)} predictions to {args.out}", file=sys.stderr)
     return 0
@@ -129,20 +122,28 @@ def cmd_compare(args: argparse.Namespace, settings: Settings) -> int:
     """``compare RUN RUN [RUN ...]``, a RUN being a job id or a run folder written by ``train
     --out``: one JSON object, each run's score with its interval and every other run against the
     best (``backend.significance.compare_runs``). Different evaluation rows: exit 2."""
+    from backend.artifacts.load import read_manifest
     from backend.artifacts.predictions import read_predictions
     from backend.significance import compare_runs
+    from backend.tasks import registry as tasks
 
-    named = []
+    named, kinds = [], {}
     for run in args.runs:
         if run.isdigit():
-            named.append((f"job {run}", job_bench(settings).eval_predictions(int(run))))
+            bench = job_bench(settings)
+            named.append((f"job {run}", bench.eval_predictions(int(run))))
+            kinds[f"job {run}"] = bench.get_job(int(run), log_tail=0)["task"]
             continue
         frame = read_predictions(run)
         if frame is None:
             raise ConfigError(f"{run}: neither a job id nor a run folder with eval_predictions.parquet")
         named.append((run, frame))
+        kinds[run] = tasks.get(read_manifest(Path(run)).get("task")).key
+    if len(set(kinds.values())) > 1:
+        listed = ", ".join(f"{name} ({kind})" for name, kind in kinds.items())
+        raise ConfigError(f"runs of different tasks cannot be paired: {listed}")
     try:
-        result = compare_runs(named)
+        result = compare_runs(named, tasks.get(next(iter(kinds.values()), None)).scoring)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
     print(json.dumps(result))

@@ -60,12 +60,26 @@ def runs_table(jobs: list[dict[str, Any]]) -> pd.DataFrame:
             j["status"],
             progress(j),
             eta(j),
-            flagged(number(j.get("accuracy")), j.get("learning_flag")),
+            flagged(score_text(j), j.get("learning_flag")),
             j.get("where") or "",
         ]
         for j in jobs
     ]
     return pd.DataFrame(rows, columns=RUN_COLUMNS)
+
+
+def score_text(job: dict[str, Any]) -> str:
+    """A run's accuracy, or for a task scored otherwise its score and the metric's name."""
+    if job.get("accuracy") is not None or job.get("score") is None:
+        return number(job.get("accuracy"))
+    return f"{number(job['score'])} {job.get('primary_metric') or ''}".rstrip()
+
+
+def scored_interval(row: dict[str, Any], interval: list[float] | None) -> str:
+    """The accuracy with its interval, or for a task scored otherwise its score and metric."""
+    if row.get("accuracy") is not None or row.get("score") is None:
+        return with_interval(row.get("accuracy"), interval)
+    return f"{with_interval(row['score'], interval)} {row.get('primary_metric') or ''}".rstrip()
 
 
 def flagged(text: str, flag: str | None) -> str:
@@ -107,7 +121,7 @@ def compare_table(compare: dict[str, Any]) -> pd.DataFrame:
                 run_label(r["id"], r["name"]),
                 r["method"],
                 r.get("knobs") or "",
-                with_interval(r.get("accuracy"), r.get("score_ci") or intervals.get(r["id"])),
+                scored_interval(r, r.get("score_ci") or intervals.get(r["id"])),
                 verdicts.get(r["id"], "–"),
                 with_interval(r.get("macro_f1"), r.get("macro_f1_ci")),
                 learning_rate(r),

@@ -24,6 +24,7 @@ from backend.catalogue import (
 from backend.errors import ConfigError
 from backend.probing.inference import load_probe
 from backend.quant_workarounds import disable_cpu_bf16_4bit, drop_cpu_device_map
+from backend.tasks import registry as tasks
 
 
 def read_manifest(artifact_dir: Path) -> dict[str, Any]:
@@ -37,12 +38,8 @@ def read_manifest(artifact_dir: Path) -> dict[str, Any]:
 
 
 def _labels(manifest: dict[str, Any]) -> dict[str, Any]:
-    names = manifest["label_names"]
-    return {
-        "num_labels": len(names),
-        "id2label": dict(enumerate(names)),
-        "label2id": {n: i for i, n in enumerate(names)},
-    }
+    """The head's arguments, as the run's task built it (a run from before tasks: classification)."""
+    return tasks.get(manifest.get("task")).model_kwargs(manifest["label_names"])
 
 
 def _quant_kwargs(manifest: dict[str, Any]) -> dict[str, Any]:
@@ -114,6 +111,8 @@ class Predictor:
         self.dir = Path(artifact_dir)
         self.manifest = read_manifest(self.dir)
         self.label_names: list[str] = self.manifest["label_names"]
+        self.task = tasks.get(self.manifest.get("task"))
+        self.width = int(self.task.model_kwargs(self.label_names)["num_labels"])  # outputs per row
         self.tokenizer = AutoTokenizer.from_pretrained(str(self.dir))
         self.model = load_model(self.dir)
         self.model.eval()
@@ -123,22 +122,28 @@ class Predictor:
     def predict_proba(
         self, texts: list[str], pairs: list[str] | None = None, batch_size: int = 64
     ) -> np.ndarray:
-        """Probabilities in the order of ``texts``; rows are batched by length (least padding)."""
+        """The task's outputs (class probabilities, scores) in the order of ``texts``; rows are
+        batched by length (least padding)."""
         if not texts:
-            return np.zeros((0, len(self.label_names)))
+            return np.zeros((0, self.width))
         args = [texts, pairs] if pairs is not None else [texts]
         enc = self.tokenizer(*args, truncation=True, max_length=self.manifest["max_length"])
         rows = [{k: enc[k][i] for k in enc} for i in range(len(texts))]
         order = sorted(range(len(rows)), key=lambda i: len(rows[i]["input_ids"]))
-        probs = torch.empty((len(rows), len(self.label_names)))
+        probs = torch.empty((len(rows), self.width))
         for start in range(0, len(order), batch_size):
             chunk = order[start : start + batch_size]
             batch = self.tokenizer.pad([rows[i] for i in chunk], return_tensors="pt").to(self.device)
             logits = self.model(**batch)
             logits = getattr(logits, "logits", logits)
-            probs[chunk] = torch.softmax(logits.float(), -1).cpu()
+            probs[chunk] = self.task.outputs(logits).cpu()
         return probs.numpy()
 
     def predict(self, texts: list[str], pairs: list[str] | None = None) -> list[tuple[str, float]]:
+        """(label, probability) per text: a classifier's (``predict_columns`` serves any task)."""
         probs = self.predict_proba(texts, pairs)
         return [(self.label_names[int(p.argmax())], float(p.max())) for p in probs]
+
+    def predict_columns(self, texts: list[str], pairs: list[str] | None = None) -> dict[str, list[Any]]:
+        """``predict``'s output columns for the run's task (label and probability; score)."""
+        return self.task.prediction_columns(self.predict_proba(texts, pairs), self.label_names)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from backend.offline_models import weights_note as offline_weights_note
+from backend.tasks import registry as tasks
 from backend.training.autotune import describe_search
 from backend.training.callbacks import SUMMARY_METRICS
 from backend.training.config import TrainConfig
@@ -98,21 +99,21 @@ def autotune_lines(summary: dict[str, Any]) -> str:
         from backend.probing.layer_choice import describe_layer_choice  # imports torch: only here
 
         lines.append(f"- {describe_layer_choice(summary['layer_choice'])}")
-    baseline = summary.get("majority_baseline")
-    if baseline:
-        lines.append(f"- Majority-class reference on the evaluation set: accuracy {baseline['accuracy']:.4f}")
+    task = tasks.get(summary.get("task"))
+    if baseline := summary.get(task.baseline_key):
+        lines.append(f"- Trivial reference on the evaluation set: {task.baseline_text(baseline)}")
     for warning in ("learning_flag", "lr_choice_warning"):
         if summary.get(warning):
             lines.append(f"- **Warning: {summary[warning]}**")
     return "\n".join(lines) + ("\n" if lines else "")
 
 
-INTERVALS = {"accuracy": "score_ci", "macro_f1": "macro_f1_ci"}  # backend.significance.run_intervals
-
-
 def metric_value(summary: dict[str, Any], key: str) -> str:
-    """A metric with its 95% bootstrap interval over the evaluation rows, where the run has one."""
-    interval = summary.get(INTERVALS.get(key, ""))
+    """A metric with its 95% bootstrap interval over the evaluation rows, where the run has one
+    (``backend.run.run_intervals``: the score's, and macro-F1's for classification)."""
+    primary = summary.get("primary_metric", "accuracy")
+    intervals = {"score": "score_ci", primary: "score_ci", "macro_f1": "macro_f1_ci"}
+    interval = summary.get(intervals.get(key, ""))
     if not interval:
         return str(summary[key])
     return f"{summary[key]} (95% interval {interval[0]:.4f} to {interval[1]:.4f}, bootstrap over the rows)"
@@ -120,7 +121,7 @@ def metric_value(summary: dict[str, Any], key: str) -> str:
 
 def render_model_card(manifest: dict[str, Any], cfg: TrainConfig, summary: dict[str, Any]) -> str:
     """Markdown: base model, method, hyperparameters, metrics, and a load-and-predict snippet."""
-    lib = manifest["library"]
+    lib, task = manifest["library"], tasks.get(manifest.get("task"))
     snippet = _LOAD_SNIPPETS[lib].format(
         base=manifest["base_model"], n=len(manifest["label_names"]), pad=manifest["pad_token_id"]
     )
@@ -128,13 +129,12 @@ def render_model_card(manifest: dict[str, Any], cfg: TrainConfig, summary: dict[
         '\nenc = tok(["an example text"], return_tensors="pt", truncation=True, '
         f"max_length={cfg.max_length})\n"
         "with torch.no_grad():\n"
-        "    out = model(**enc)\n"
-        "probs = torch.softmax(getattr(out, 'logits', out), -1)\n"
-        "print(probs)\n"
+        "    out = model(**enc)\n" + task.card_output
     )
     where = where_base(manifest)
     knobs = "\n".join(f"| {k} | {v} |" for k, v in cfg.method_config.items()) or "| (defaults) | |"
-    metrics = "\n".join(f"| {k} | {metric_value(summary, k)} |" for k in SUMMARY_METRICS if k in summary)
+    shown = dict.fromkeys([*task.headline, *SUMMARY_METRICS])  # the task's metrics first, in order
+    metrics = "\n".join(f"| {k} | {metric_value(summary, k)} |" for k in shown if summary.get(k) is not None)
     quant_note = ""
     if manifest["quant"] != "none":
         quant_note = (
@@ -145,7 +145,7 @@ def render_model_card(manifest: dict[str, Any], cfg: TrainConfig, summary: dict[
         )
     return f"""# {manifest["method"]} adapter for `{manifest["base_model"]}`
 
-Trained with the adaptation workbench. Labels: {", ".join(manifest["label_names"])}.
+Trained with the adaptation workbench. {task.card_outputs(manifest["label_names"])}
 
 - Base model: `{manifest["base_model"]}`{base_note(manifest)}
 {weights_note(manifest)}- Method: **{manifest["method"]}** (saved in the `{lib}` library's format)

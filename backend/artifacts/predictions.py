@@ -15,26 +15,27 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from backend.tasks import registry as tasks
+from backend.tasks.base import Task
+
 PREDICTIONS_FILE = "eval_predictions.parquet"
 EVALUATIONS_DIR = "evaluations"  # in a run folder: dataset-<id>.parquet/.json per other dataset
 ECE_BINS = 10
 
 
-def write_predictions(target: Path, split: Any, probs: np.ndarray, label_names: list[str]) -> None:
+def write_predictions(
+    target: Path, split: Any, probs: np.ndarray, label_names: list[str], task: Task | None = None
+) -> None:
     """``target``: a run folder (its own evaluation) or a .parquet path (another dataset's);
-    ``split``: the evaluated Split (texts, pairs, labels, rows); ``probs``: [rows, classes]."""
-    probs = np.asarray(probs, dtype=np.float64)
-    predicted = probs.argmax(-1)
+    ``split``: the evaluated Split (texts, pairs, targets, rows); ``probs``: the task's outputs
+    ([rows, classes] probabilities for classification), whose columns the task names."""
+    task = task or tasks.get(None)
     frame = pd.DataFrame(
         {
             "row": split.rows,
             "text": split.texts,
             "pair": split.pairs if split.pairs is not None else [None] * len(split.texts),
-            "true": [label_names[i] for i in split.labels],
-            "predicted": [label_names[i] for i in predicted],
-            "confidence": probs.max(-1),
-            "correct": predicted == np.asarray(split.labels),
-            "probs": list(probs),
+            **task.frame_columns(list(split.labels), np.asarray(probs), label_names),
         }
     )
     path = target if target.suffix == ".parquet" else target / PREDICTIONS_FILE

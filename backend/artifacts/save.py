@@ -116,6 +116,7 @@ def write_common(
         "base_model_path": info.path,  # this machine only: left out of exported zips
         "model_type": info.model_type,
         "quant": cfg.quant,
+        "task": data.task.key,
         "label_names": data.label_names,
         "max_length": cfg.max_length,
         "text_column": data.mapping.text,
@@ -132,7 +133,7 @@ def write_common(
         "probs": np.asarray(eval_probs[:n]).tolist(),
     }
     (out_dir / "check_predictions.json").write_text(json.dumps(check))
-    write_predictions(out_dir, data.eval, eval_probs, data.label_names)  # for error analysis
+    write_predictions(out_dir, data.eval, eval_probs, data.label_names, data.task)  # for error analysis
     make_portable(out_dir, info.portable_name, (info.path,))
     size = adapter_bytes(out_dir, spec.library)
     (out_dir / "README.md").write_text(render_model_card(manifest, cfg, {**summary, "adapter_bytes": size}))

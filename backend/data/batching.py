@@ -136,7 +136,9 @@ class Encoded:
             if pad_to is not None:
                 kwargs = {"padding": "max_length", "max_length": pad_to, "return_tensors": "pt"}
             out = dict(self.tokenizer.pad(rows, **kwargs))
-        out["labels"] = torch.tensor([self.labels[i] for i in indices], dtype=torch.long)
+        # class ids train as long (cross-entropy), scores as float (the regression head's MSE)
+        kind = torch.float if self.labels and isinstance(self.labels[0], float) else torch.long
+        out["labels"] = torch.tensor([self.labels[i] for i in indices], dtype=kind)
         return out
 
     def train_order(

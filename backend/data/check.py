@@ -1,8 +1,8 @@
-"""Checks on the cells of a loaded table: usable rows, label names, classes.
+"""Checks on the cells of a loaded table: usable rows and label names.
 
-Which rows have every mapped cell, what each label is called (1, "1" and 1.0 are one
-class), whether there are enough classes and rows per class, and whether an eval
-file's labels were seen in training. Reads no files.
+Which rows have every mapped cell and what each label is called (1, "1" and 1.0 are one
+class). Whether the labels suit the task (classes, scores) is the task's check
+(``backend.tasks``). Reads no files.
 """
 
 from __future__ import annotations
@@ -15,9 +15,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from backend.data.cells import MAX_LISTED, NUMBER_RE, is_missing, listing
+from backend.cells import NUMBER_RE, is_missing, listing
 from backend.data.mapping import ColumnMapping
 from backend.errors import DataError
+from backend.tasks.classification import sorted_label_names
 
 _INT_RE = re.compile(r"[+-]?\d+")
 
@@ -93,48 +94,6 @@ def describe_missing(usable: UsableRows) -> str:
     return "; ".join(parts)
 
 
-def check_classes(names: list[str], column: str, source_name: str, *, splitting: bool) -> None:
-    """At least 2 classes; when an eval set is split off, at least 2 rows per class."""
-    counts = Counter(names)
-    if len(counts) < 2:
-        (only, count), *_ = counts.items()
-        raise DataError(
-            f"{source_name}: column '{column}' has only one class ('{only}', {count} "
-            "rows); classification needs at least 2. Check the label column or add "
-            "rows of other classes."
-        )
-    small = [f"'{label}' ({n} row)" for label, n in sorted(counts.items()) if n < 2]
-    if splitting and small:
-        # A mis-mapped label column (e.g. an id) makes every row its own class: say so.
-        hint = (
-            f" {len(small)} of {len(counts)} classes have a single row: "
-            f"is '{column}' really the label column?"
-            if len(small) > MAX_LISTED
-            else ""
-        )
-        raise DataError(
-            f"{source_name}: too few rows to split off an evaluation set for class "
-            f"{listing(small)}; each class needs at least 2 rows. Add rows for it, "
-            f"or provide a separate eval file.{hint}"
-        )
-
-
-def check_eval_labels(names: list[str], label_names: list[str], source_name: str) -> list[str]:
-    """Reject eval labels unseen in training; warn about classes with no eval rows."""
-    unknown = sorted(set(names) - set(label_names))
-    if unknown:
-        raise DataError(
-            f"{source_name}: eval label(s) not in the training data: "
-            f"{listing(unknown)}; "
-            f"training labels: {listing(label_names)}. Fix the eval labels or add "
-            "training rows for them."
-        )
-    unseen = [label for label in label_names if label not in set(names)]
-    if unseen:
-        return [f"{source_name}: no eval rows for class(es) {listing(unseen)}."]
-    return []
-
-
 def _cells(df: pd.DataFrame, column: str, keep: list[int]) -> list[str]:
     values = df[column].tolist()
     return [str(values[i]) for i in keep]
@@ -145,25 +104,13 @@ def normalize_labels(
 ) -> tuple[list[str], bool]:
     """Label name per row, and whether all are whole numbers (ids then sort as ints).
 
-    1, "1", 1.0 and "1.0" all become "1". Non-whole numbers mean a regression
-    target, which is rejected with the first offending row.
+    1, "1", 1.0 and "1.0" all become "1". Non-whole numbers keep their text ("2.5"): a
+    regression target, or an error the classification task words.
     """
     numbers = [_label_number(v) for v in values]
-    if not values or any(n is None for n in numbers):
+    if not values or any(n is None or (isinstance(n, float) and not n.is_integer()) for n in numbers):
         return [_label_text(v) for v in values], False
-    for number, row in zip(numbers, rows, strict=True):
-        if isinstance(number, float) and not number.is_integer():
-            raise DataError(
-                f"{source_name}: column '{column}' holds non-whole numbers (e.g. "
-                f"{number} in row {row}); that looks like regression, which is not "
-                "supported. Use class labels: whole numbers or names."
-            )
     return [str(int(n)) for n in numbers if n is not None], True
-
-
-def sorted_label_names(names: list[str], numeric: bool) -> list[str]:
-    """Distinct label names in their stable id order (numeric, else lexicographic)."""
-    return sorted(set(names), key=int if numeric else None)
 
 
 def _label_number(value: object) -> int | float | None:

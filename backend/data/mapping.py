@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from backend.data.cells import column_names, is_missing, looks_numeric
+from backend.cells import column_names, is_missing, looks_numeric
 from backend.errors import DataError
 
 TEXT_NAMES = (
@@ -22,7 +22,8 @@ PAIR_NAMES = (
     ("sentence1", "sentence2"),
     ("premise", "hypothesis"),
 )
-LABEL_NAMES = ("label", "labels", "class", "category", "target", "sentiment", "y")
+# the last ones name a score (regression): a label column of that name is found as well
+LABEL_NAMES = ("label", "labels", "class", "category", "target", "sentiment", "y", "score", "rating")
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,10 @@
-"""Prepare a user's labelled table (and optional eval file) for classification.
+"""Prepare a user's labelled table (and optional eval file) for its task.
 
 Flow: each file is read once (``spec.read_limited``: any supported format, the row
-limit) -> column mapping (auto-detected, overridable) -> usable rows and label ids
-(``check``) -> a seeded stratified train/eval split (``sampling``). The result carries
+limit) -> column mapping (auto-detected, overridable) -> usable rows (``check``) -> the
+task (named, or "auto" from the label column) checks the labels and makes the targets
+(class ids, scores) -> a seeded stratified train/eval split (``sampling``; a score is
+stratified by its quantile bin). The result carries
 the splits and a ``DatasetSpec`` per file, so callers that store the files need not read
 them again. Pure: it reads the user's files and writes nothing, so the UI, the CLI and
 a worker can all call it.
@@ -10,21 +12,18 @@ a worker can all call it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from backend.data.check import (
-    UsableRows,
-    check_classes,
-    check_eval_labels,
-    check_usable,
-    sorted_label_names,
-)
+from backend.cells import listing
+from backend.data.check import UsableRows, check_usable
 from backend.data.mapping import ColumnMapping, check_mapped_columns, resolve_mapping
 from backend.data.sampling import eval_indices, stratified_sample
 from backend.data.spec import DatasetSpec, read_limited
 from backend.errors import ConfigError
+from backend.tasks import registry
+from backend.tasks.base import Task
 
 if TYPE_CHECKING:
     import datasets
@@ -32,11 +31,11 @@ if TYPE_CHECKING:
 
 @dataclass
 class Split:
-    """One side of the data: texts, optional pair texts, label ids, source rows."""
+    """One side of the data: texts, optional pair texts, targets (class ids, scores), source rows."""
 
     texts: list[str]
     pairs: list[str] | None
-    labels: list[int]
+    labels: list[Any]
     rows: list[int]
 
     def __len__(self) -> int:
@@ -53,6 +52,7 @@ class PreparedData:
     warnings: list[str]
     spec: DatasetSpec  # the training file, as read and checked
     eval_spec: DatasetSpec | None  # the eval file, if one was given
+    task: Task = field(default_factory=lambda: registry.get(None))  # chosen, or "auto" recognised it
 
     @property
     def mapping(self) -> ColumnMapping:
@@ -92,32 +92,58 @@ def prepare(
     drop_invalid: bool = False,
     max_train_samples: int | None = None,
     max_rows: int | None = None,
+    task: str | None = None,
 ) -> PreparedData:
-    """Load, validate, map labels, then split (stratified, seeded) or use ``eval_path``.
+    """Load, validate, make the task's targets, then split (stratified, seeded) or use ``eval_path``.
 
-    Each file is read once. Label ids follow ``label_names``: sorted, numerically when
-    every label is a whole number. Rows with a missing text or label raise DataError
-    unless ``drop_invalid``, which drops them and adds a warning. The split gives every
-    class at least one eval row; ``max_train_samples`` then keeps a stratified subset of
-    the train side only. A file with more than ``max_rows`` rows is a DataError before
-    any other check of it. Pure: reads the files, writes nothing.
+    ``task``: a task key, or "auto"/None to recognise it from the label column
+    (``backend.tasks.registry.resolve``). Each file is read once. Class ids follow
+    ``label_names``: sorted, numerically when every label is a whole number. Rows with a
+    missing text or label (or a label the task cannot read, e.g. a score that is not a
+    number) raise DataError unless ``drop_invalid``, which drops them and adds a warning. The
+    split gives every stratum (class, score bin) at least one eval row; ``max_train_samples``
+    then keeps a stratified subset of the train side only. A file with more than ``max_rows``
+    rows is a DataError before any other check of it. Pure: reads the files, writes nothing.
     """
     _check_options(eval_path, eval_fraction, max_train_samples)
     warnings: list[str] = []
     chosen = (text_column, text_pair_column, label_column)
     spec, pool = _read_train(path, chosen, max_rows, drop_invalid, warnings)
-    check_classes(pool.names, spec.mapping.label, spec.name, splitting=eval_path is None)
-    label_names = sorted_label_names(pool.names, pool.numeric)
-    label2id = {label: i for i, label in enumerate(label_names)}
-    train, eval_spec = _to_split(pool, label2id), None
+    kind = registry.resolve(task, pool.names, pool.numeric)
+    column = spec.mapping.label
+    pool = _drop_unreadable(kind, pool, spec.name, column, drop_invalid, warnings)
+    splitting = eval_path is None
+    label_names = kind.label_names(pool.names, pool.numeric, pool.rows, column, spec.name, splitting)
+    train, eval_spec = _to_split(kind, pool, label_names), None
     if eval_path is None:
-        train, evaluation = _split_off_eval(train, eval_fraction, seed)
+        train, evaluation = _split_off_eval(kind, train, eval_fraction, seed)
     else:
         eval_spec, evaluation = _read_eval(
-            eval_path, spec.mapping, label2id, max_rows, drop_invalid, warnings
+            eval_path, spec.mapping, kind, label_names, max_rows, drop_invalid, warnings
         )
-    train = _limit_train(train, max_train_samples, seed, warnings)
-    return PreparedData(train, evaluation, label_names, warnings, spec, eval_spec)
+    train = _limit_train(kind, train, max_train_samples, seed, warnings)
+    return PreparedData(train, evaluation, label_names, warnings, spec, eval_spec, kind)
+
+
+def _drop_unreadable(
+    task: Task, usable: UsableRows, source: str, column: str, drop_invalid: bool, warnings: list[str]
+) -> UsableRows:
+    """With ``drop_invalid``, the rows whose label the task cannot read, dropped with a warning
+    (without it the task's check names them)."""
+    bad = set(task.bad_rows(usable.names))
+    if not bad or not drop_invalid:
+        return usable
+    if len(bad) == len(usable.names):
+        return usable  # nothing would be left: let the task's check say why
+    rows = [r for i, r in enumerate(usable.rows) if i in bad]
+    warnings.append(
+        f"{source}: dropped {len(bad)} row(s) whose '{column}' the task cannot read (rows {listing(rows)})."
+    )
+    keep = [i for i in range(len(usable.names)) if i not in bad]
+    pairs = None if usable.pairs is None else [usable.pairs[i] for i in keep]
+    names, rows = [usable.names[i] for i in keep], [usable.rows[i] for i in keep]
+    texts = [usable.texts[i] for i in keep]
+    return UsableRows(texts, pairs, names, rows, usable.numeric, usable.missing, usable.dropped + len(bad))
 
 
 def _read_train(
@@ -138,18 +164,20 @@ def _read_train(
 def _read_eval(
     path: str | Path,
     mapping: ColumnMapping,
-    label2id: dict[str, int],
+    task: Task,
+    label_names: list[str],
     max_rows: int | None,
     drop_invalid: bool,
     warnings: list[str],
 ) -> tuple[DatasetSpec, Split]:
-    """Read the eval file once, under the training file's mapping and label ids."""
+    """Read the eval file once, under the training file's mapping, task and labels."""
     name = Path(path).name
     df, sha256 = read_limited(path, max_rows)
     check_mapped_columns(df, mapping, name)
     usable = check_usable(df, mapping, name, drop_invalid, warnings)
-    warnings.extend(check_eval_labels(usable.names, list(label2id), name))
-    return DatasetSpec.of(path, sha256, df, mapping, usable), _to_split(usable, label2id)
+    usable = _drop_unreadable(task, usable, name, mapping.label, drop_invalid, warnings)
+    warnings.extend(task.eval_warnings(usable.names, usable.rows, label_names, mapping.label, name))
+    return DatasetSpec.of(path, sha256, df, mapping, usable), _to_split(task, usable, label_names)
 
 
 def to_hf_dataset(split: Split, label_names: list[str]) -> datasets.Dataset:
@@ -173,9 +201,8 @@ def _check_options(eval_path: str | Path | None, eval_fraction: float, max_train
         raise ConfigError(f"max_train_samples must be at least 1, got {max_train_samples}.")
 
 
-def _to_split(usable: UsableRows, label2id: dict[str, int]) -> Split:
-    labels = [label2id[n] for n in usable.names]
-    return Split(usable.texts, usable.pairs, labels, usable.rows)
+def _to_split(task: Task, usable: UsableRows, label_names: list[str]) -> Split:
+    return Split(usable.texts, usable.pairs, task.targets(usable.names, label_names), usable.rows)
 
 
 def _take(split: Split, indices: list[int]) -> Split:
@@ -185,20 +212,21 @@ def _take(split: Split, indices: list[int]) -> Split:
     return Split(texts, pairs, labels, [split.rows[i] for i in indices])
 
 
-def _split_off_eval(split: Split, fraction: float, seed: int) -> tuple[Split, Split]:
-    chosen = set(eval_indices(split.labels, fraction, seed))
+def _split_off_eval(task: Task, split: Split, fraction: float, seed: int) -> tuple[Split, Split]:
+    chosen = set(eval_indices(task.strata(split.labels), fraction, seed))
     rest = [i for i in range(len(split)) if i not in chosen]
     return _take(split, rest), _take(split, sorted(chosen))
 
 
-def _limit_train(split: Split, limit: int | None, seed: int, warnings: list[str]) -> Split:
+def _limit_train(task: Task, split: Split, limit: int | None, seed: int, warnings: list[str]) -> Split:
     if limit is None or limit >= len(split):
         return split
-    classes = len(set(split.labels))
+    strata = task.strata(split.labels)
+    classes = len(set(strata))
     if limit < classes:
         warnings.append(
             f"max_train_samples={limit} is below the number of classes ({classes}); "
             "some classes get no training rows."
         )
     low = 1 if limit >= classes else 0
-    return _take(split, stratified_sample(split.labels, limit, low=low, keep=0, seed=seed))
+    return _take(split, stratified_sample(strata, limit, low=low, keep=0, seed=seed))

@@ -15,7 +15,7 @@ from typing import Any
 
 import pandas as pd
 
-from backend.data.cells import column_names, listing
+from backend.cells import column_names, listing
 from backend.errors import DataError
 
 SUPPORTED_EXTENSIONS = (".csv", ".tsv", ".jsonl", ".json", ".parquet")

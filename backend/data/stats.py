@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from backend.data.cells import is_missing
+from backend.cells import is_missing
 from backend.data.check import label_counts, usable_rows
 from backend.data.limits import check_row_count
 from backend.data.mapping import ColumnMapping, resolve_mapping

@@ -13,6 +13,8 @@ import torch
 from backend.methods import registry
 from backend.methods.probe import Config
 from backend.methods.probe_head import ProbeHead
+from backend.tasks import registry as tasks
+from backend.tasks.base import Task
 from backend.training.autotune import better, patience_exhausted
 from backend.training.callbacks import Callback, EpochInfo, StepInfo, TrainingCancelled
 from backend.training.config import TrainConfig
@@ -27,7 +29,6 @@ from backend.training.lr_search import (
     successive_halving,
 )
 from backend.training.lr_search_noise import Score, score_probs
-from backend.training.metrics import majority_baseline, metrics_from_probs
 
 
 class HeadTrial:
@@ -35,9 +36,11 @@ class HeadTrial:
 
     def __init__(self, lr: float, x: torch.Tensor, y: torch.Tensor, held: tuple[torch.Tensor, np.ndarray],
                  pcfg: Config, cfg: TrainConfig, label_names: list[str], warmup: int,
-                 batch_size: int) -> None:  # fmt: skip
+                 batch_size: int, task: Task) -> None:  # fmt: skip
         torch.manual_seed(cfg.seed)  # every candidate starts from the same head
-        self.head = ProbeHead(x.shape[1], len(label_names), pcfg.head, pcfg.hidden_size)
+        self.head = ProbeHead(x.shape[1], outputs_of(task, label_names), pcfg.head, pcfg.hidden_size)
+        task.start_head(self.head, y.tolist())
+        self.task = task
         self.opt = torch.optim.AdamW(self.head.parameters(), lr=lr, weight_decay=cfg.weight_decay)
         self.lr, self.x, self.y, self.held, self.cfg = lr, x, y, held, cfg
         self.label_names, self.warmup, self.done = label_names, warmup, 0
@@ -49,7 +52,7 @@ class HeadTrial:
             for group in self.opt.param_groups:
                 group["lr"] = self.lr * min(1.0, (self.done + 1) / self.warmup)
             idx = next(self.batches)
-            loss = torch.nn.functional.cross_entropy(self.head(self.x[idx]), self.y[idx])
+            loss = self.task.loss(self.head(self.x[idx]), self.y[idx])
             self.done += 1
             if not torch.isfinite(loss):
                 return False
@@ -62,24 +65,25 @@ class HeadTrial:
     def score(self) -> Score:
         self.head.eval()
         with torch.no_grad():
-            return score_probs(self.held[1], torch.softmax(self.head(self.held[0]), -1).numpy())
+            return score_probs(self.held[1], self.task.outputs(self.head(self.held[0])).numpy(), self.task)
 
 
 def search_head_lr(
     x: torch.Tensor, y: torch.Tensor, pcfg: Config, cfg: TrainConfig, label_names: list[str], epochs: int,
-    cb: Callback,
+    cb: Callback, task: Task | None = None,
 ) -> dict[str, Any]:  # fmt: skip
     """The learning-rate search on cached features: training rows only, as for models."""
     started = time.perf_counter()
     lrs = registry.get(cfg.method).learning_rates(pcfg)
     batch_size = search_batch_size(cfg.batch_size)
     schedule = plan_schedule(len(lrs), len(y), sample_costs(batch_size, epochs * len(y)))
-    fit, held = holdout_split(y.tolist(), schedule.holdout_rows, cfg.seed)
+    task = task or tasks.get(None)
+    fit, held = holdout_split(task.strata(y.tolist()), schedule.holdout_rows, cfg.seed)
     warmup = max(1, round(WARMUP_SHARE * schedule.total_steps))
 
     def trial(lr: float) -> HeadTrial:
         held_out = (x[held], y[held].numpy())
-        return HeadTrial(lr, x[fit], y[fit], held_out, pcfg, cfg, label_names, warmup, batch_size)
+        return HeadTrial(lr, x[fit], y[fit], held_out, pcfg, cfg, label_names, warmup, batch_size, task)
 
     candidates = successive_halving(lrs, trial, schedule, cb, registry.get(cfg.method).default_lr)
     return result_dict(candidates, schedule, time.perf_counter() - started, len(fit))
@@ -89,11 +93,13 @@ class HeadFit:
     """The epoch loop of one probe head, with the same schedule and early stopping as models."""
 
     def __init__(self, x: torch.Tensor, y: torch.Tensor, pcfg: Config, cfg: TrainConfig,
-                 label_names: list[str], cb: Callback | None) -> None:  # fmt: skip
+                 label_names: list[str], cb: Callback | None, task: Task) -> None:  # fmt: skip
         from transformers import get_linear_schedule_with_warmup  # deferred: slow to import
 
         torch.manual_seed(cfg.seed)
-        self.head = ProbeHead(x.shape[1], len(label_names), pcfg.head, pcfg.hidden_size)
+        self.head = ProbeHead(x.shape[1], outputs_of(task, label_names), pcfg.head, pcfg.hidden_size)
+        task.start_head(self.head, y.tolist())
+        self.task = task
         self.opt = torch.optim.AdamW(
             self.head.parameters(), lr=cfg.effective_lr, weight_decay=cfg.weight_decay
         )
@@ -113,7 +119,7 @@ class HeadFit:
             if self.cb is not None and self.cb.should_cancel():
                 raise TrainingCancelled(f"cancelled at step {self.step}")
             idx = order[i : i + cfg.batch_size]
-            loss = torch.nn.functional.cross_entropy(self.head(self.x[idx]), self.y[idx])
+            loss = self.task.loss(self.head(self.x[idx]), self.y[idx])
             self.opt.zero_grad()
             loss.backward()
             torch.nn.utils.clip_grad_norm_(self.head.parameters(), cfg.max_grad_norm)
@@ -141,18 +147,20 @@ def train_head(
     cfg: TrainConfig,
     label_names: list[str],
     cb: Callback | None,
+    task: Task | None = None,
 ) -> tuple[ProbeHead, dict[str, Any], list[dict[str, Any]]]:
     """Train one probe head on features; returns the best-epoch head, its metrics, history.
 
     ``cfg`` holds numbers here ("auto" was resolved by the caller); early stopping as in
     the model loop.
     """
-    fit = HeadFit(x, y, pcfg, cfg, label_names, cb)
-    majority = majority_baseline(y.tolist(), ye.tolist(), len(label_names))["accuracy"]
+    task = task or tasks.get(None)
+    fit = HeadFit(x, y, pcfg, cfg, label_names, cb, task)
+    majority = task.baseline(y.tolist(), ye.tolist(), label_names)["score"]
     best, best_state, history = None, None, []
     for epoch in range(1, cfg.effective_epochs + 1):
         train_loss = fit.epoch(epoch)
-        metrics = evaluate_head(fit.head, xe, ye, label_names)
+        metrics = evaluate_head(fit.head, xe, ye, label_names, task)
         is_best = better(metrics, best)
         if is_best:
             best = {**metrics, "epoch": epoch}
@@ -168,7 +176,13 @@ def train_head(
 
 @torch.no_grad()
 def evaluate_head(
-    head: ProbeHead, xe: torch.Tensor, ye: np.ndarray, label_names: list[str]
+    head: ProbeHead, xe: torch.Tensor, ye: np.ndarray, label_names: list[str], task: Task | None = None
 ) -> dict[str, Any]:
     head.eval()
-    return metrics_from_probs(ye, torch.softmax(head(xe), -1).numpy(), label_names)
+    task = task or tasks.get(None)
+    return task.metrics(ye, task.outputs(head(xe)).numpy(), label_names)
+
+
+def outputs_of(task: Task, label_names: list[str]) -> int:
+    """The head's outputs: one per class, one for a score."""
+    return int(task.model_kwargs(label_names)["num_labels"])

@@ -21,6 +21,8 @@ import torch
 from backend.methods import registry
 from backend.methods.probe import Config
 from backend.probing.heads import train_head
+from backend.tasks import registry as tasks
+from backend.tasks.base import Task
 from backend.training.callbacks import Callback, TrainingCancelled
 from backend.training.config import AUTO, TrainConfig
 from backend.training.lr_search import holdout_split
@@ -39,13 +41,14 @@ CHOICE_EPOCHS, CHOICE_BATCH = 5, 128
 
 def choose_layer(
     train: torch.Tensor, y: torch.Tensor, pcfg: Config, cfg: TrainConfig, label_names: list[str],
-    epochs: int, cb: Callback,
+    epochs: int, cb: Callback, task: Task | None = None,
 ) -> dict[str, Any]:  # fmt: skip
     """``train``: every layer's pooled training features [layers + 1, rows, hidden]; returns the
     choice and each layer's held-out score, as recorded in the summary and the model card."""
     started = time.perf_counter()
     rows = min(HOLDOUT_MAX, max(HOLDOUT_MIN, round(HOLDOUT_FRACTION * len(y))), len(y) // 2)
-    fit, held = holdout_split(y.tolist(), rows, cfg.seed)
+    task = task or tasks.get(None)
+    fit, held = holdout_split(task.strata(y.tolist()), rows, cfg.seed)
     # A typed rate is what the run will train with; with "auto" the method's default, as the
     # search keeps it unless beaten (it then searches the chosen layer only).
     lr = registry.get(cfg.method).default_lr if cfg.lr == AUTO else cfg.lr
@@ -58,10 +61,10 @@ def choose_layer(
         if cb.should_cancel():
             raise TrainingCancelled(f"cancelled while choosing the layer ({layer} of {train.shape[0]} tried)")
         head, _, _ = train_head(
-            train[layer][fit], y[fit], train[layer][held], held_y, pcfg, head_cfg, label_names, None
+            train[layer][fit], y[fit], train[layer][held], held_y, pcfg, head_cfg, label_names, None, task
         )
         with torch.no_grad():
-            scores.append(score_probs(held_y, torch.softmax(head.eval()(train[layer][held]), -1).numpy()))
+            scores.append(score_probs(held_y, task.outputs(head.eval()(train[layer][held])).numpy(), task))
     last = len(scores) - 1
     best = min(range(len(scores)), key=lambda i: (scores[i].loss, -i))
     gap, se = paired_gap(scores[last].rows, scores[best].rows)

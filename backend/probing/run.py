@@ -18,8 +18,9 @@ from backend.data.prepare import Split
 from backend.methods.probe import AUTO_LAYER, Config
 from backend.methods.probe_head import ProbeHead, resolve_layer
 from backend.probing.features import cache_key, cached_features, compute_features, load_encoder
-from backend.probing.heads import search_head_lr, train_head
+from backend.probing.heads import outputs_of, search_head_lr, train_head
 from backend.probing.layer_choice import choose_layer, describe_layer_choice
+from backend.tasks.base import Task
 from backend.training.autotune import (
     EpochPlan,
     RunLength,
@@ -105,23 +106,26 @@ def train_layers(
             raise TrainingCancelled(f"cancelled after {len(results)} of {len(layers)} layers")
         search = None
         if cfg.lr == AUTO:
-            search = search_head_lr(feats.train[layer], y, pcfg, cfg, data.label_names, plan.epochs, cb)
+            search = search_head_lr(
+                feats.train[layer], y, pcfg, cfg, data.label_names, plan.epochs, cb, data.task
+            )
             search_seconds += search["seconds"]
             cb.on_log((f"layer {layer}: " if pcfg.sweep_layers else "") + describe_search(search))
         layer_cfg = replace(cfg, epochs=plan.epochs, lr=search["chosen"] if search else cfg.lr)
         head, best, history = train_head(
             feats.train[layer], y, feats.eval[layer], ye, pcfg, layer_cfg, data.label_names,
-            None if pcfg.sweep_layers else cb,
+            None if pcfg.sweep_layers else cb, data.task,
         )  # fmt: skip
         results.append(LayerResult(layer, head, best, history, layer_cfg, search))
         if pcfg.sweep_layers:
-            cb.on_log(f"layer {layer}: accuracy {best['accuracy']:.4f}")
+            cb.on_log(f"layer {layer}: {data.task.epoch_text(best)}")
             cb.on_layer(LayerInfo(layer, len(results), len(layers), best, history[-1]["train_loss"]))
     return results, search_seconds
 
 
-def _layer_table(results: list[LayerResult]) -> list[dict[str, Any]]:
-    keys = ("accuracy", "macro_f1", "eval_loss")
+def _layer_table(results: list[LayerResult], task: Task) -> list[dict[str, Any]]:
+    """Each layer's headline metrics, its score (the task's primary metric) and its loss."""
+    keys = (*task.headline, "score", "eval_loss")
     return [{"layer": r.layer, **{k: r.best[k] for k in keys}} for r in results]
 
 
@@ -137,7 +141,7 @@ def run_probe(ctx: RunContext) -> RunOutcome:
         layers = list(range(feats.train.shape[0]))
     elif pcfg.layer == AUTO_LAYER:
         y = torch.tensor(data.train.labels)
-        choice = choose_layer(feats.train, y, pcfg, cfg, data.label_names, plan.epochs, ctx.cb)
+        choice = choose_layer(feats.train, y, pcfg, cfg, data.label_names, plan.epochs, ctx.cb, data.task)
         ctx.cb.on_log(describe_layer_choice(choice))
         layers = [choice["chosen"]]
     else:
@@ -150,7 +154,7 @@ def run_probe(ctx: RunContext) -> RunOutcome:
     results, search_seconds = train_layers(ctx, pcfg, feats, layers, plan)
     search_seconds += choice["seconds"] if choice else 0.0  # the choice is part of what "auto" costs
     head_seconds = time.perf_counter() - t0
-    top = max(results, key=lambda r: (r.best["accuracy"], -r.best["eval_loss"]))
+    top = max(results, key=lambda r: (r.best["score"], -r.best["eval_loss"]))
     if choice:  # the run's settings name the layer it trained; the choice is recorded beside them
         top.cfg = replace(top.cfg, method_config={**top.cfg.method_config, "layer": top.layer})
     train_seconds = time.perf_counter() - ctx.started
@@ -173,19 +177,19 @@ def run_probe(ctx: RunContext) -> RunOutcome:
         "feature_seconds": round(feats.seconds, 3),
         "features_cached": feats.cached,
         "feature_cache_keys": feats.keys,
-        "layer_accuracy": _layer_table(results) if pcfg.sweep_layers else None,
+        "layer_accuracy": _layer_table(results, data.task) if pcfg.sweep_layers else None,
         "layer_choice": choice,
         **autotune_summary(top.cfg, requested, plan, top.search, search_seconds, train_seconds, length),
-        **learning_check(top.best["accuracy"], data, top.cfg, plan, top.search is not None),
+        **learning_check(top.best["score"], data, top.cfg, plan, top.search is not None),
     }
-    eval_probs = torch.softmax(top.head.eval()(feats.eval[top.layer]), -1).detach().numpy()
+    eval_probs = data.task.outputs(top.head.eval()(feats.eval[top.layer])).detach().numpy()
     probe = {
         "layer": top.layer,
         "pooling": pcfg.pooling,
         "head": pcfg.head,
         "hidden_size": pcfg.hidden_size,
         "in_features": ctx.info.hidden_size,
-        "num_labels": len(data.label_names),
+        "num_labels": outputs_of(data.task, data.label_names),
         "last_token": ctx.info.is_decoder,
     }
     state = {k: v.contiguous() for k, v in top.head.state_dict().items()}

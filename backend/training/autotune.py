@@ -14,9 +14,10 @@ from typing import Any
 
 from backend.data.prepare import PreparedData
 from backend.methods import registry
+from backend.tasks import registry as tasks
+from backend.tasks.base import Task
 from backend.training.config import AUTO, TrainConfig
 from backend.training.lr_search import SEARCH_SHARE
-from backend.training.metrics import majority_baseline
 
 # Optimizer steps an "auto" run gets at least (when MAX_EPOCHS allows). 600, not 300: at 300
 # (10 epochs of 1,000 rows) every method but full fine-tuning and the probe was still improving
@@ -88,18 +89,23 @@ def train_rows_after_holdout(rows: int, eval_fraction: float, has_eval_file: boo
     return rows if has_eval_file else rows - max(1, math.ceil(round(eval_fraction * rows, 9)))
 
 
-MIN_LOSS_GAIN = 0.01  # an equal accuracy counts as progress only with 1% lower eval loss
+MIN_LOSS_GAIN = 0.01  # an equal score counts as progress only with 1% lower eval loss
+
+
+def score(metrics: dict[str, Any]) -> float:
+    """An evaluation's primary metric (``score``; a history from before tasks has accuracy)."""
+    return float(metrics["score"] if "score" in metrics else metrics["accuracy"])
 
 
 def better(new: dict[str, Any], best: dict[str, Any] | None) -> bool:
-    """Best epoch: highest accuracy, ties broken by lower eval loss."""
+    """Best epoch: highest score (the task's primary metric), ties broken by lower eval loss."""
     if best is None:
         return True
-    return (new["accuracy"], -new["eval_loss"]) > (best["accuracy"], -best["eval_loss"])
+    return (score(new), -new["eval_loss"]) > (score(best), -best["eval_loss"])
 
 
 def epochs_without_improvement(history: list[dict[str, Any]]) -> int:
-    """Evaluations since the last one that improved accuracy (or, at equal accuracy, the loss).
+    """Evaluations since the last one that improved the score (or, at an equal score, the loss).
 
     Read from the history alone, so a resumed run counts exactly as the original did.
     """
@@ -113,7 +119,8 @@ def epochs_without_improvement(history: list[dict[str, Any]]) -> int:
 
 def patience_exhausted(history: list[dict[str, Any]], patience: int, majority: float) -> bool:
     """Early stopping: ``patience`` evaluations in a row without improvement, counted only once
-    the run has beaten the majority class (``majority``: its accuracy on the eval set).
+    the run has beaten the task's baseline (``majority``: its score on the eval set, e.g. the
+    majority class's accuracy).
 
     Before that the run has not begun to learn: prompt-style methods can sit at the majority
     class for a few epochs before they move (P-tuning on emotion stopped at epoch 5 of 10
@@ -121,7 +128,7 @@ def patience_exhausted(history: list[dict[str, Any]], patience: int, majority: f
     """
     if not patience or not history:
         return False
-    if max(h["accuracy"] for h in history) <= majority + NO_LEARNING_MARGIN:
+    if max(score(h) for h in history) <= majority + NO_LEARNING_MARGIN:
         return False
     return epochs_without_improvement(history) >= patience
 
@@ -149,16 +156,22 @@ def early_stop_note(epoch: int, stale: int, patience: int, best: dict[str, Any] 
 
 
 def _improves(new: dict[str, Any], best: dict[str, Any]) -> bool:
-    if new["accuracy"] != best["accuracy"]:
-        return new["accuracy"] > best["accuracy"]
+    if score(new) != score(best):
+        return score(new) > score(best)
     return new["eval_loss"] < best["eval_loss"] * (1 - MIN_LOSS_GAIN)
 
 
 def learning_verdict(
-    best_accuracy: float, baseline: dict[str, float], cfg: TrainConfig, plan: EpochPlan, lr_searched: bool
+    best_score: float,
+    baseline: dict[str, Any],
+    cfg: TrainConfig,
+    plan: EpochPlan,
+    lr_searched: bool,
+    task: Task | None = None,
 ) -> str | None:
-    """None for a run that beat the majority class, else the flag with a likely cause and a fix."""
-    if best_accuracy > baseline["accuracy"] + NO_LEARNING_MARGIN:
+    """None for a run that beat the task's baseline, else the flag with a likely cause and a fix."""
+    task = task or tasks.get(None)
+    if best_score > score(baseline) + NO_LEARNING_MARGIN:
         return None
     causes: list[str] = []
     if not lr_searched:
@@ -175,10 +188,7 @@ def learning_verdict(
         "max length), or this method may be too weak here: compare with LoRA or full fine-tuning; "
         "if they barely learn either, the task needs a larger base model"
     )
-    return (
-        f"did not learn: at or below the majority class ({baseline['accuracy']:.1%} accuracy by always "
-        f"answering the most frequent label). Likely causes: {'; '.join(causes)}."
-    )
+    return f"did not learn: at or below {task.baseline_text(baseline)}. Likely causes: {'; '.join(causes)}."
 
 
 def describe_search(result: dict[str, Any] | None) -> str:
@@ -245,13 +255,15 @@ def autotune_summary(
 
 
 def learning_check(
-    best_accuracy: float, data: PreparedData, cfg: TrainConfig, plan: EpochPlan, lr_searched: bool
+    best_score: float, data: PreparedData, cfg: TrainConfig, plan: EpochPlan, lr_searched: bool
 ) -> dict[str, Any]:
-    """The majority-class reference of the run's eval set and the "did not learn" flag."""
-    baseline = majority_baseline(data.train.labels, data.eval.labels, len(data.label_names))
+    """The task's trivial baseline on the run's eval set and the "did not learn" flag.
+    Stored under the task's ``baseline_key`` (classification's ``majority_baseline`` is what
+    runs, pages and exports from before tasks read)."""
+    baseline = data.task.baseline(data.train.labels, data.eval.labels, data.label_names)
     return {
-        "majority_baseline": baseline,
-        "learning_flag": learning_verdict(best_accuracy, baseline, cfg, plan, lr_searched),
+        data.task.baseline_key: baseline,
+        "learning_flag": learning_verdict(best_score, baseline, cfg, plan, lr_searched, data.task),
     }
 
 

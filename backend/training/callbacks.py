@@ -7,6 +7,7 @@ from typing import Any
 
 # The headline figures of a finished run, as named in its summary (model card, job columns).
 SUMMARY_METRICS = (
+    "score",  # the task's primary metric (accuracy for classification)
     "accuracy",
     "macro_f1",
     "eval_loss",
@@ -47,9 +48,13 @@ class EpochInfo:
     epoch: int
     total_epochs: int
     step: int
-    metrics: dict[str, Any]  # accuracy, macro_f1, eval_loss, per_class, confusion_matrix
+    metrics: dict[str, Any]  # the task's (accuracy, macro_f1, ...), score, eval_loss, tables
     train_loss: float
     is_best: bool
+
+    @property
+    def scalars(self) -> dict[str, float]:
+        return scalar_metrics(self.metrics)
 
 
 @dataclass
@@ -61,6 +66,21 @@ class LayerInfo:
     total: int  # layers in the sweep
     metrics: dict[str, Any]
     train_loss: float
+
+    @property
+    def scalars(self) -> dict[str, float]:
+        return scalar_metrics(self.metrics)
+
+
+def scalar_metrics(metrics: dict[str, Any]) -> dict[str, float]:
+    """An evaluation's numbers for curves and trackers, in the task's order (classification:
+    accuracy, macro_f1; regression: spearman, pearson, rmse, mae), then ``eval_loss``; ``score``
+    repeats the primary one and is left out."""
+    return {
+        k: float(v)
+        for k, v in metrics.items()
+        if isinstance(v, int | float) and not isinstance(v, bool) and k not in ("score", "epoch")
+    }
 
 
 class Callback:

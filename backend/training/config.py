@@ -11,6 +11,7 @@ from backend.data.prepare import PreparedData, prepare
 from backend.errors import ConfigError
 from backend.methods import registry
 from backend.methods.base import check_range, knob, unknown_settings
+from backend.tasks import registry as tasks
 
 QUANT_CHOICES = ("none", "8bit", "4bit")
 # auto = bf16 where the hardware does it natively (backend/training/runtime.py decides).
@@ -60,6 +61,17 @@ class TrainConfig:
     text_pair_column: str | None = knob(None, "Second text column", "Second text column, for sentence pairs.")
     label_column: str | None = knob(
         None, "Label column", "Column holding the label (default: found by name)."
+    )
+    score_column: str | None = knob(
+        None, "Score column", "Column holding a number to predict: the regression task's label column."
+    )
+    task: str = knob(
+        tasks.AUTO,
+        "Task",
+        "What the model learns to output. auto: regression for a label column of numbers with "
+        f"at least {tasks.MANY_VALUES} distinct values and some not whole, else classification; "
+        "choose one to override (a 1-5 star column is classes unless you say regression).",
+        choices=(tasks.AUTO, *tasks.keys()),
     )
     model: str = knob(
         DEFAULT_MODEL,
@@ -221,12 +233,15 @@ def load_data(cfg: TrainConfig, *, max_rows: int | None = None) -> PreparedData:
     Each file is read once; ``spec`` and ``eval_spec`` of the result describe them (hash,
     mapping, counts) for whoever stores them. ``max_rows`` adds the app's row limit.
     """
+    if cfg.score_column and cfg.label_column and cfg.score_column != cfg.label_column:
+        raise ConfigError("give the label column or the score column, not both")
     return prepare(
         cfg.data,
         cfg.eval_data,
+        task=tasks.resolve_key(cfg.task, cfg.score_column),
         text_column=cfg.text_column,
         text_pair_column=cfg.text_pair_column,
-        label_column=cfg.label_column,
+        label_column=cfg.score_column or cfg.label_column,
         eval_fraction=cfg.eval_fraction,
         seed=cfg.seed,
         drop_invalid=cfg.drop_invalid,

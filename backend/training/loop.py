@@ -19,6 +19,8 @@ import torch
 from backend.data.batching import Encoded
 from backend.errors import ConfigError
 from backend.forecast import eval_padded_tokens
+from backend.tasks import registry as tasks
+from backend.tasks.base import Task
 from backend.training import checkpoint
 from backend.training.autotune import (
     RunLength,
@@ -33,7 +35,7 @@ from backend.training.autotune import (
 )
 from backend.training.callbacks import Callback, EpochInfo, StepInfo, TrainingCancelled
 from backend.training.config import TrainConfig
-from backend.training.metrics import evaluate, majority_baseline, metrics_from_probs, predict_probs
+from backend.training.metrics import evaluate, metrics_from_probs, predict_probs
 from backend.training.outcome import RunContext, RunOutcome, run_summary
 from backend.training.runtime import adamw, autocast, cpu_setup, peak_gpu_mb, pick_device, resolve_precision
 from backend.training.setup import build_model, checkpointing_on, count_run_parameters, resolve_auto
@@ -53,11 +55,13 @@ class Fitter:
         label_names: list[str],
         device: torch.device,
         callback: Callback,
+        task: Task | None = None,
     ) -> None:
         self.model, self.cfg, self.train, self.evals = model, cfg, train, evals
         self.label_names, self.device, self.cb = label_names, device, callback
+        self.task = task = task or tasks.get(None)
         # early stopping waits until the run beats this (see autotune.patience_exhausted)
-        self.majority = majority_baseline(train.labels, evals.labels, len(label_names))["accuracy"]
+        self.majority = task.baseline(train.labels, evals.labels, label_names)["score"]
         self.precision = resolve_precision(cfg.precision, device, cfg.quant)
         # fp16 (CUDA without bf16) needs loss scaling; bf16 has fp32's range and does not.
         self.scaler = torch.amp.GradScaler("cuda") if self.precision == "fp16" else None
@@ -96,7 +100,13 @@ class Fitter:
             self.epoch_seconds.append(time.perf_counter() - t0)
             t0 = time.perf_counter()
             metrics = evaluate(
-                self.model, self.evals, self.label_names, self.device, self.precision, self.eval_forward
+                self.model,
+                self.evals,
+                self.label_names,
+                self.device,
+                self.precision,
+                self.eval_forward,
+                self.task,
             )
             self.eval_seconds.append(time.perf_counter() - t0)
             is_best = better(metrics, self.best)
@@ -107,10 +117,7 @@ class Fitter:
             self.cb.on_epoch(
                 EpochInfo(epoch, self.cfg.effective_epochs, self.step, metrics, train_loss, is_best)
             )
-            self.cb.on_log(
-                f"epoch {epoch}: accuracy {metrics['accuracy']:.4f} "
-                f"macro-F1 {metrics['macro_f1']:.4f} eval loss {metrics['eval_loss']:.4f}"
-            )
+            self.cb.on_log(f"epoch {epoch}: {self.task.epoch_text(metrics)}")
             if checkpoint_dir is not None:
                 checkpoint.save(checkpoint_dir, self, epoch)
                 self.cb.on_checkpoint(epoch, str(checkpoint_dir))
@@ -217,7 +224,9 @@ class Fitter:
 def run_loop(ctx: RunContext) -> RunOutcome:
     """Train a model through its forward pass (every method but the cached-feature probe)."""
     cfg, data, cb = ctx.cfg, ctx.data, ctx.cb
-    model = build_model(cfg, ctx.info, data.label_names, ctx.tokenizer.pad_token_id)
+    model = build_model(
+        cfg, ctx.info, data.label_names, ctx.tokenizer.pad_token_id, data.task, data.train.labels
+    )
     device = pick_device(cfg.device) if cfg.quant == "none" else next(model.parameters()).device
     if warning := cpu_setup(model, device, resolve_precision(cfg.precision, device, cfg.quant)):
         cb.on_log(warning)
@@ -225,9 +234,11 @@ def run_loop(ctx: RunContext) -> RunOutcome:
     eval_enc = Encoded(ctx.tokenizer, data.eval, cfg.max_length)
     requested = {"lr": cfg.lr, "epochs": cfg.epochs}
     search_started = time.perf_counter()
-    cfg, plan, search = resolve_auto(cfg, model, train_enc, data.label_names, device, cb, ctx.resume_from)
+    cfg, plan, search = resolve_auto(
+        cfg, model, train_enc, data.label_names, device, cb, ctx.resume_from, data.task
+    )
     search_seconds = time.perf_counter() - search_started if search and not ctx.resume_from else 0.0
-    fitter = Fitter(model, cfg, train_enc, eval_enc, data.label_names, device, cb)
+    fitter = Fitter(model, cfg, train_enc, eval_enc, data.label_names, device, cb, data.task)
     fitter.top_cut = cut_index(ctx.info.num_layers, getattr(cfg.method_settings(), "top_layers", 0))
     fitter.resolved = {"lr": cfg.lr, "epochs": cfg.epochs, "lr_search": search}
     fitter.min_stop_steps = min_steps_before_stop(search)  # a resumed run: its recorded search
@@ -251,10 +262,10 @@ def run_loop(ctx: RunContext) -> RunOutcome:
     train_seconds = time.perf_counter() - ctx.started
     # The final predictions run in fp32, as the exported weights will (the reload check
     # compares them to 1e-5); a reduced-precision run reports these, not its bf16 epoch score.
-    probs = predict_probs(model, eval_enc, device)
+    probs = predict_probs(model, eval_enc, device, task=data.task)
     best = fitter.best or {}
     if fitter.precision != "fp32" and best:
-        best = {**best, **metrics_from_probs(np.asarray(eval_enc.labels), probs, data.label_names)}
+        best = {**best, **metrics_from_probs(np.asarray(eval_enc.labels), probs, data.label_names, data.task)}
     per_epoch = round(float(np.mean(fitter.epoch_seconds)), 3) if fitter.epoch_seconds else None
     summary = {
         **run_summary(
@@ -278,7 +289,7 @@ def run_loop(ctx: RunContext) -> RunOutcome:
             train_seconds,
             RunLength(len(fitter.history), fitter.stopped_early, fitter.step),
         ),
-        **learning_check(best["accuracy"], data, cfg, plan, search is not None),
+        **learning_check(best["score"], data, cfg, plan, search is not None),
         "precision": fitter.precision,
         "gradient_checkpointing": checkpointing_on(model),
         "group_by_length": cfg.group_by_length,

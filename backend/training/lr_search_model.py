@@ -19,6 +19,7 @@ import numpy as np
 import torch
 
 from backend.data.batching import SEARCH_MEGA_BATCHES, Encoded
+from backend.tasks.base import Task
 from backend.training.callbacks import Callback, TrainingCancelled
 from backend.training.lr_search import (
     EVAL_COST,
@@ -79,6 +80,7 @@ class ModelSearch:
     precision: str = "fp32"
     group_by_length: bool = True
     lr_scales: dict[str, float] = field(default_factory=dict)  # the method's (MethodSpec.lr_scales)
+    task: Task | None = None  # None: classification
     params: dict[str, torch.nn.Parameter] = field(init=False)
     initial: dict[str, torch.Tensor] = field(init=False)
     _order: list[list[int]] = field(init=False, default_factory=list)
@@ -147,8 +149,8 @@ class ModelSearch:
 
     def score(self, trial: ModelTrial) -> Score:
         self._load(trial.weights)
-        probs = predict_probs(self.model, self.holdout, self.device, self.precision)
-        return score_probs(np.asarray(self.holdout.labels), probs)
+        probs = predict_probs(self.model, self.holdout, self.device, self.precision, task=self.task)
+        return score_probs(np.asarray(self.holdout.labels), probs, self.task)
 
 
 # A search step (a quarter batch) against a run step, fixed rather than timed. Timed on this
@@ -189,18 +191,19 @@ def search_model_lr(
     group_by_length: bool = True,
     prior: float | None = None,
     lr_scales: dict[str, float] | None = None,
+    task: Task | None = None,
 ) -> dict[str, Any]:
     """Pick a learning rate for ``model`` from ``lrs`` using ``train`` only; the model's
     trainable weights are back at their initial values afterwards. ``prior``: the method's
     default, taken when the search cannot tell the candidates apart."""
     started = time.perf_counter()
     holdout_rows = min(HOLDOUT_MAX, max(HOLDOUT_MIN, round(HOLDOUT_FRACTION * len(train))), len(train) // 2)
-    fit_idx, held_idx = holdout_split(train.labels, holdout_rows, seed)
+    fit_idx, held_idx = holdout_split(task.strata(train.labels) if task else train.labels, holdout_rows, seed)
     search = ModelSearch(
         model, train.subset(fit_idx), train.subset(held_idx), label_names, device,
         search_batch_size(batch_size), weight_decay, max_grad_norm, 1, seed,
         "fp32" if precision == "fp16" else precision,  # fp16 needs loss scaling: not worth it here
-        group_by_length, lr_scales or {},
+        group_by_length, lr_scales or {}, task,
     )  # fmt: skip
     try:
         costs = planned_costs(search, batch_size, planned_samples)

@@ -14,8 +14,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from backend.tasks import registry as tasks
+from backend.tasks.base import Task
 from backend.training.callbacks import Callback
-from backend.training.metrics import row_losses
 
 if TYPE_CHECKING:
     from backend.training.lr_search import Candidate
@@ -39,9 +40,11 @@ class Score:
     rows: np.ndarray
 
 
-def score_probs(labels: np.ndarray, probs: np.ndarray) -> Score:
-    losses = row_losses(labels, probs)
-    return Score(float(losses.mean()), float((probs.argmax(-1) == labels).mean()), losses)
+def score_probs(labels: np.ndarray, probs: np.ndarray, task: Task | None = None) -> Score:
+    """``accuracy`` holds the task's primary score (for classification, the accuracy)."""
+    task = task or tasks.get(None)
+    losses = task.row_losses(labels, probs)
+    return Score(float(losses.mean()), task.score(labels, probs), losses)
 
 
 def keep_default_on_a_tie(finalists: list[Candidate], anchor: Candidate | None, cb: Callback) -> Candidate:

@@ -1,4 +1,4 @@
-"""Classification metrics (sklearn; ``evaluate.load`` would need the hub) and model evaluation."""
+"""Model evaluation: a model's outputs on a split, scored by the run's task (``backend.tasks``)."""
 
 from __future__ import annotations
 
@@ -7,30 +7,16 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
-from sklearn.metrics import accuracy_score, confusion_matrix, f1_score, precision_recall_fscore_support
 
+from backend.tasks import registry as tasks
+from backend.tasks.base import Task
+from backend.tasks.classification import classification_metrics
 from backend.training.runtime import autocast
+
+__all__ = ["classification_metrics", "evaluate", "majority_baseline", "metrics_from_probs", "predict_probs"]
 
 if TYPE_CHECKING:
     from backend.data.batching import Encoded
-
-
-def classification_metrics(
-    labels: list[int] | np.ndarray, preds: list[int] | np.ndarray, label_names: list[str]
-) -> dict[str, Any]:
-    """Accuracy, macro-F1, per-class precision/recall/F1/support and the confusion matrix."""
-    ids = list(range(len(label_names)))
-    p, r, f, s = precision_recall_fscore_support(labels, preds, labels=ids, zero_division=0)
-    per_class = {
-        name: {"precision": float(p[i]), "recall": float(r[i]), "f1": float(f[i]), "support": int(s[i])}
-        for i, name in enumerate(label_names)
-    }
-    return {
-        "accuracy": float(accuracy_score(labels, preds)),
-        "macro_f1": float(f1_score(labels, preds, labels=ids, average="macro", zero_division=0)),
-        "per_class": per_class,
-        "confusion_matrix": confusion_matrix(labels, preds, labels=ids).tolist(),
-    }
 
 
 @torch.no_grad()
@@ -42,12 +28,15 @@ def predict_probs(
     batch_size: int = 64,
     group_by_length: bool = True,
     forward: Callable[[list[int]], Any] | None = None,
+    task: Task | None = None,
 ) -> np.ndarray:
-    """Class probabilities for every row of ``enc``, in ``enc``'s order (eval mode).
+    """The task's outputs (class probabilities, scores) for every row of ``enc``, in ``enc``'s
+    order (eval mode).
 
     Length-sorted batches pad least; the rows are put back in their original order.
     ``forward`` (rows -> output) replaces the model's own, e.g. over cached lower layers.
     """
+    task = task or tasks.get(None)
     was_training = model.training
     model.eval()
     probs = torch.empty((len(enc), 0))
@@ -61,7 +50,7 @@ def predict_probs(
                 logits = model(**{k: v.to(device) for k, v in batch.items()}).logits
         if probs.shape[1] == 0:
             probs = torch.empty((len(enc), logits.shape[-1]))
-        probs[rows] = torch.softmax(logits.float(), -1).cpu()
+        probs[rows] = task.outputs(logits).cpu()
     model.train(was_training)
     return probs.numpy()
 
@@ -73,31 +62,24 @@ def evaluate(
     device: torch.device,
     precision: str = "fp32",
     forward: Callable[[list[int]], Any] | None = None,
+    task: Task | None = None,
 ) -> dict[str, Any]:
-    probs = predict_probs(model, enc, device, precision, forward=forward)
-    return metrics_from_probs(np.asarray(enc.labels), probs, label_names)
+    probs = predict_probs(model, enc, device, precision, forward=forward, task=task)
+    return metrics_from_probs(np.asarray(enc.labels), probs, label_names, task)
 
 
-def metrics_from_probs(labels: np.ndarray, probs: np.ndarray, label_names: list[str]) -> dict[str, Any]:
-    """classification_metrics of the argmax, plus the mean cross-entropy ("eval_loss")."""
-    metrics = classification_metrics(labels, probs.argmax(-1), label_names)
-    # "+ 0.0" turns the -0.0 of a perfect fit into 0.0 (logs would print "-0.0000").
-    metrics["eval_loss"] = float(row_losses(labels, probs).mean()) + 0.0
-    return metrics
+def metrics_from_probs(
+    labels: np.ndarray, probs: np.ndarray, label_names: list[str], task: Task | None = None
+) -> dict[str, Any]:
+    """The task's metrics of its outputs, with ``score`` (the primary one) and ``eval_loss``."""
+    return (task or tasks.get(None)).metrics(labels, probs, label_names)
 
 
-def row_losses(labels: np.ndarray, probs: np.ndarray) -> np.ndarray:
-    """Each row's cross-entropy (the learning-rate search compares candidates row by row)."""
-    return -np.log(np.clip(probs[np.arange(len(labels)), labels], 1e-12, 1.0))
+def row_losses(labels: np.ndarray, probs: np.ndarray, task: Task | None = None) -> np.ndarray:
+    """Each row's loss (the learning-rate search compares candidates row by row)."""
+    return (task or tasks.get(None)).row_losses(labels, probs)
 
 
-def majority_baseline(train_labels: list[int], eval_labels: list[int], num_labels: int) -> dict[str, float]:
-    """What always answering the training data's most frequent class scores on the eval set.
-
-    A run that does not beat this has learned nothing usable, however good its accuracy
-    looks on an imbalanced set.
-    """
-    majority = int(np.bincount(np.asarray(train_labels), minlength=num_labels).argmax())
-    names = [str(i) for i in range(num_labels)]
-    metrics = classification_metrics(eval_labels, [majority] * len(eval_labels), names)
-    return {"label_id": majority, "accuracy": metrics["accuracy"], "macro_f1": metrics["macro_f1"]}
+def majority_baseline(train_labels: list[int], eval_labels: list[int], num_labels: int) -> dict[str, Any]:
+    """What always answering the training data's most frequent class scores on the eval set."""
+    return tasks.get(None).baseline(train_labels, eval_labels, [str(i) for i in range(num_labels)])

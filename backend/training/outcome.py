@@ -67,8 +67,11 @@ def run_summary(
         "method": ctx.cfg.method,
         "quant": ctx.cfg.quant,
         "device": device,
-        "accuracy": best["accuracy"],
-        "macro_f1": best["macro_f1"],
+        # the task's headline metrics (classification: accuracy, macro_f1) and its primary one
+        "task": ctx.data.task.key,
+        "primary_metric": ctx.data.task.primary_metric,
+        "score": best["score"],
+        **ctx.data.task.headline_of(best),
         "eval_loss": best["eval_loss"],
         "best_epoch": best["epoch"],
         "trainable_params": trainable,

@@ -9,11 +9,13 @@ from typing import Any
 
 import torch
 
-from backend.catalogue import ModelInfo, load_classifier, load_config
+from backend.catalogue import ModelInfo, head_module_names, load_classifier, load_config
 from backend.data.batching import Encoded
 from backend.methods import registry
 from backend.methods.base import BuildContext
 from backend.quant_workarounds import disable_cpu_bf16_4bit
+from backend.tasks import registry as tasks
+from backend.tasks.base import Task
 from backend.training import checkpoint
 from backend.training.autotune import EpochPlan, describe_search, plan_epochs, search_basis_samples
 from backend.training.callbacks import Callback
@@ -58,12 +60,26 @@ def training_attention(info: ModelInfo, device: torch.device, quant: str) -> str
 
 
 def build_model(
-    cfg: TrainConfig, info: ModelInfo, label_names: list[str], pad_token_id: int | None = None
+    cfg: TrainConfig,
+    info: ModelInfo,
+    label_names: list[str],
+    pad_token_id: int | None = None,
+    task: Task | None = None,
+    targets: list[Any] | None = None,
 ) -> Any:
+    """The base model with the task's head, wrapped by the method (``targets``: the training
+    targets a task may start its head from)."""
     spec = registry.get(cfg.method)
     spec.check_model(info)
     attention = training_attention(info, pick_device(cfg.device), cfg.quant)
-    base = load_classifier(info, label_names, cfg.quant, pad_token_id, attention)
+    task = task or tasks.get(None)
+    base = load_classifier(
+        info, label_names, cfg.quant, pad_token_id, attention, task.model_kwargs(label_names)
+    )
+    if targets:
+        for name in head_module_names(info):
+            if (module := getattr(base, name, None)) is not None:
+                task.start_head(module, targets)
     size = base.num_parameters()  # the base alone, before the method wraps it
     model = spec.build(base, cfg.method_settings(), BuildContext(info=info, label_names=label_names))
     if cfg.quant == "4bit":  # again: a method may have swapped in 4-bit layers of its own (adapters)
@@ -83,6 +99,7 @@ def resolve_auto(
     device: torch.device,
     cb: Callback,
     resume_from: Path | None,
+    task: Task | None = None,
 ) -> tuple[TrainConfig, EpochPlan, dict[str, Any] | None]:
     """Turn "auto" epochs and learning rate into numbers (a typed value always wins).
 
@@ -111,6 +128,7 @@ def resolve_auto(
             group_by_length=cfg.group_by_length,
             prior=registry.get(cfg.method).default_lr,
             lr_scales=cfg.lr_scales,
+            task=task,
         )
         cb.on_log(describe_search(search))
         seed_everything(cfg.seed)  # the run's own randomness does not depend on the search

@@ -337,3 +337,22 @@ def test_a_version_2_sqlite_file_upgrades_to_what_a_new_one_gets(tmp_path: Path)
     Database(url)
     Database(fresh)
     assert columns(url) == columns(fresh)
+
+
+def test_version_5_gives_every_earlier_run_its_task_and_score(v2_url: str, tmp_path: Path) -> None:
+    """A database as version 4 (the last before tasks) left it: its runs are classification
+    runs, and their score is their accuracy."""
+    engine = make_engine(v2_url)
+    assert migrations.upgrade(engine, migrations.MIGRATIONS[:3]) == 4
+    with engine.connect() as conn:
+        assert not {"task", "score"} & {c["name"] for c in inspect(conn).get_columns("jobs")}
+    engine.dispose()
+    bench = Workbench(Settings(data_dir=tmp_path, models_cache=tmp_path / "m", db_url=v2_url))  # migrates
+    with bench.db.engine.connect() as conn:
+        rows = conn.execute(text("SELECT id, task, score, accuracy FROM jobs ORDER BY id")).all()
+    assert [tuple(r) for r in rows] == [(1, None, None, None), (2, None, 0.9, 0.9)]
+    probe = bench.get_job(2, log_tail=0)
+    assert (probe["task"], probe["primary_metric"], probe["score"]) == ("classification", "accuracy", 0.9)
+    assert bench.get_job(1, log_tail=0)["score"] is None
+    (row,) = [r for r in bench.compare([1, 2])["table"] if r["id"] == 2]
+    assert (row["task"], row["score"]) == ("classification", 0.9)

@@ -61,6 +61,12 @@ def summary(job: dict[str, Any]) -> str:
         accuracy = with_interval(job["accuracy"], metrics.get("score_ci"))
         macro_f1 = with_interval(job.get("macro_f1"), metrics.get("macro_f1_ci"))
         parts.append(f"accuracy {accuracy} · macro-F1 {macro_f1} (95% intervals)")
+    elif job.get("score") is not None:  # a task scored otherwise (regression: Spearman first)
+        metrics = job.get("metrics") or {}
+        named = [k for k in job.get("headline") or () if k != job["primary_metric"]]
+        others = " · ".join(f"{k} {tables.number(metrics[k])}" for k in named if metrics.get(k) is not None)
+        score = with_interval(job["score"], metrics.get("score_ci"))
+        parts.append(f"{job['primary_metric']} {score} (95% interval)" + (f" · {others}" if others else ""))
     if job.get("device"):
         parts.append(f"device {job['device']}")
     if job.get("resumed_from"):

@@ -1,0 +1,142 @@
+"""The contract every task meets (:class:`Task`) and the few helpers tasks share."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import TYPE_CHECKING, Any, ClassVar
+
+if TYPE_CHECKING:  # torch, sklearn and scipy load inside the methods: the web app starts without them
+    import numpy as np
+    import torch
+
+
+class Task(ABC):
+    """One kind of output. Subclasses set the class attributes and implement the methods.
+
+    ``primary_metric`` is the score that picks the best epoch, stops early, ranks the
+    learning-rate search's runs, sweeps and Pareto, and decides "did not learn"; it is higher
+    for better. Every metrics dict a task returns holds it also as ``score``, plus
+    ``eval_loss`` (the training loss on the evaluation rows).
+    """
+
+    key: ClassVar[str]
+    label: ClassVar[str]
+    description: ClassVar[str]
+    primary_metric: ClassVar[str]
+    headline: ClassVar[tuple[str, ...]]  # the summary keys a run reports (the last JSON line)
+    baseline_label: ClassVar[str]  # what the trivial baseline does, e.g. "always the majority class"
+    peft_task_type: ClassVar[str]  # peft.TaskType's name for this head
+    baseline_key: ClassVar[str] = "baseline"  # where a run's summary keeps the baseline's scores
+    # the model card's last lines after ``out = model(**enc)``: what the output means
+    card_output: ClassVar[str]
+
+    @abstractmethod
+    def fits(self, names: list[str], numeric: bool) -> bool:
+        """Whether a label column of these (normalised) values looks like this task's data."""
+
+    @abstractmethod
+    def label_names(
+        self, names: list[str], numeric: bool, column: str, source: str, splitting: bool
+    ) -> list[str]:
+        """The output names of the model (classes; one name for a score). Raises DataError
+        when the column cannot be this task's labels."""
+
+    @abstractmethod
+    def targets(self, names: list[str], label_names: list[str]) -> list[Any]:
+        """Each row's training target (a class id, a number), for rows already checked."""
+
+    def bad_rows(self, names: list[str]) -> list[int]:
+        """Indices of label cells this task cannot read (a score that is not a number)."""
+        return []
+
+    def eval_warnings(
+        self, names: list[str], rows: list[int], label_names: list[str], column: str, source: str
+    ) -> list[str]:
+        """What to say about an evaluation file's labels against the training ones (a DataError
+        for labels the run cannot be scored on)."""
+        return []
+
+    @abstractmethod
+    def strata(self, targets: list[Any]) -> list[int]:
+        """A class per row for the stratified split and sample (bins for a number)."""
+
+    @abstractmethod
+    def model_kwargs(self, label_names: list[str]) -> dict[str, Any]:
+        """The head's ``from_pretrained`` arguments (num_labels, id2label, problem_type)."""
+
+    def start_head(self, head: torch.nn.Module, targets: list[Any]) -> None:
+        """Set a new head's first values from the training targets (``head``: the modules the
+        head is made of). Nothing for most tasks."""
+        return None
+
+    @abstractmethod
+    def outputs(self, logits: torch.Tensor) -> torch.Tensor:
+        """What a row's logits mean: class probabilities, a score."""
+
+    @abstractmethod
+    def metrics(self, true: np.ndarray, outputs: np.ndarray, label_names: list[str]) -> dict[str, Any]:
+        """Every metric of ``outputs`` against ``true``, with ``score`` and ``eval_loss``."""
+
+    @abstractmethod
+    def score(self, true: np.ndarray, outputs: np.ndarray) -> float:
+        """The primary metric alone (cheap: the learning-rate search logs it per candidate)."""
+
+    @abstractmethod
+    def row_losses(self, true: np.ndarray, outputs: np.ndarray) -> np.ndarray:
+        """Each row's training loss (the learning-rate search compares candidates row by row)."""
+
+    @abstractmethod
+    def baseline(self, train: list[Any], evaluation: list[Any], label_names: list[str]) -> dict[str, Any]:
+        """What the trivial answer (``baseline_label``) scores on the evaluation rows, with
+        ``score`` (its primary metric)."""
+
+    @abstractmethod
+    def predictions(self, outputs: np.ndarray, label_names: list[str]) -> list[Any]:
+        """Each row's prediction as people read it (a label name, a number)."""
+
+    @abstractmethod
+    def loss(self, logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        """The training loss of a batch (a probe head trains with it outside transformers)."""
+
+    @abstractmethod
+    def prediction_columns(self, outputs: np.ndarray, label_names: list[str]) -> dict[str, list[Any]]:
+        """``predict``'s output columns (``predicted_label`` and ``probability``; ``score``)."""
+
+    @abstractmethod
+    def frame_columns(
+        self, targets: list[Any], outputs: np.ndarray, label_names: list[str]
+    ) -> dict[str, Any]:
+        """The evaluation-predictions file's columns after row/text/pair: ``true``,
+        ``predicted`` and what error analysis reads (``correct``, ``confidence``; ``error``)."""
+
+    @abstractmethod
+    def target_names(self, targets: list[Any], label_names: list[str]) -> list[str]:
+        """Each target as the predictions file writes it ("true"): a class name, a number."""
+
+    @abstractmethod
+    def intervals(self, true: np.ndarray, outputs: np.ndarray, label_names: list[str]) -> dict[str, Any]:
+        """``score`` and its 95% interval ``score_ci`` (plus any other headline interval)."""
+
+    def card_outputs(self, label_names: list[str]) -> str:
+        """The model card's sentence on what the model outputs."""
+        return f"Outputs: {', '.join(label_names)}."
+
+    def baseline_text(self, baseline: dict[str, Any]) -> str:
+        """The baseline in a sentence: "the baseline (spearman 0.000 by always the training mean)"."""
+        return f"the baseline ({self.primary_metric} {baseline['score']:.3f} by {self.baseline_label})"
+
+    def scoring(self, runs: list[tuple[str, Any]]) -> tuple[np.ndarray, dict[str, np.ndarray], Any, str]:
+        """Runs' evaluation-predictions frames as arrays and the primary metric that pairs them
+        (``backend.significance.compare_runs``); a label task's by default."""
+        from backend.significance import label_scoring
+
+        return label_scoring(runs)
+
+    def epoch_text(self, metrics: dict[str, Any]) -> str:
+        """The log's line of an evaluation: the headline metrics and the loss."""
+        shown = " ".join(f"{name.replace('_', '-')} {metrics[name]:.4f}" for name in self.headline)
+        return f"{shown} eval loss {metrics['eval_loss']:.4f}"
+
+    def headline_of(self, metrics: dict[str, Any]) -> dict[str, Any]:
+        """The summary's keys from the best evaluation's metrics."""
+        return {name: metrics.get(name) for name in self.headline}

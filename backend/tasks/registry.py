@@ -1,0 +1,45 @@
+"""Every task, by key, and the choice "auto" makes from the data."""
+
+from __future__ import annotations
+
+from backend.errors import ConfigError
+from backend.tasks.base import Task
+from backend.tasks.classification import Classification
+from backend.tasks.regression import MANY_VALUES, Regression
+
+AUTO = "auto"
+__all__ = ["AUTO", "DEFAULT", "MANY_VALUES", "all_tasks", "get", "keys", "resolve", "resolve_key"]
+# "auto" tries these in order; the last one takes any column
+_TASKS: tuple[Task, ...] = (Regression(), Classification())
+DEFAULT = Classification.key
+
+
+def keys() -> tuple[str, ...]:
+    """The task keys in the order people meet them (the default first)."""
+    return tuple(sorted((t.key for t in _TASKS), key=lambda k: k != DEFAULT))
+
+
+def get(key: str | None) -> Task:
+    """The task ``key`` names (None: the default, which every run before tasks existed had)."""
+    for task in _TASKS:
+        if task.key == (key or DEFAULT):
+            return task
+    raise ConfigError(f"unknown task '{key}'; choose one of: {AUTO}, {', '.join(keys())}")
+
+
+def resolve(key: str | None, names: list[str], numeric: bool) -> Task:
+    """The task ``key`` names, or for "auto" the first whose data the label column looks like."""
+    if key not in (AUTO, None, ""):
+        return get(key)
+    return next(t for t in _TASKS if t.fits(names, numeric))
+
+
+def all_tasks() -> tuple[Task, ...]:
+    return tuple(get(k) for k in keys())
+
+
+def resolve_key(key: str | None, score_column: str | None) -> str:
+    """The task a run's settings ask for: a score column means regression unless a task is named."""
+    if score_column and key in (AUTO, None, ""):
+        return Regression.key
+    return key or AUTO

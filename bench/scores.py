@@ -1,0 +1,171 @@
+"""Benchmark (issue 38): the regression task on STS-B, every method at its defaults.
+
+    .venv/bin/python bench/scores.py [--only lora,full] [--seeds 0] [--rows 1000] [--report]
+
+Trains each method on ``--rows`` rows of ../shared/data/stsb/train.csv (all 1,000 by default)
+with nothing set but the method (task auto, learning rate and epochs auto, max length 128,
+batch 32) and scores it on dev.csv: Spearman (primary) with its 95% interval, Pearson, RMSE and
+MAE. Beside the runs: the task's trivial baseline (the training mean) and the reference the
+issue names, the base encoder's zero-shot cosine similarity of the two sentences' mean-pooled
+embeddings (sentence-transformers, no training). Each run is appended to
+bench/scores_runs.jsonl and a rerun skips the runs already there; bench/SCORES.md is written
+from that file (bench/TASKS.md includes it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from bench.tasks import COMMIT, METHODS, SHARED  # noqa: E402
+
+DATASET = "stsb"
+RUNS = ROOT / "bench" / "scores_runs.jsonl"
+REPORT = ROOT / "bench" / "SCORES.md"
+KEEP = ("spearman", "pearson", "rmse", "mae", "score_ci", "lr", "epochs", "epochs_run", "best_epoch",
+        "train_seconds", "seconds_per_epoch", "lr_search_share")  # fmt: skip
+
+
+def done() -> dict[tuple[str, int, int], dict[str, Any]]:
+    rows = [json.loads(line) for line in RUNS.read_text().splitlines()] if RUNS.is_file() else []
+    return {(r["method"], r["seed"], r["rows"]): r for r in rows if r.get("method")}
+
+
+def run_one(method: str, seed: int, rows: int, folder: Path) -> dict[str, Any]:
+    import pandas as pd
+
+    from backend.run import run_training
+    from backend.training.config import TrainConfig
+
+    train = folder / f"{DATASET}-train-{rows}.csv"
+    if not train.exists():
+        frame = pd.read_csv(SHARED / DATASET / "train.csv")
+        frame.sample(n=min(rows, len(frame)), random_state=0).to_csv(train, index=False)
+    cfg = TrainConfig(data=str(train), eval_data=str(SHARED / DATASET / "dev.csv"), method=method, seed=seed)
+    started = time.perf_counter()
+    s = run_training(cfg, folder / f"{method}-{seed}")
+    return {
+        "method": method, "seed": seed, "rows": rows, "task": s["task"], **{k: s.get(k) for k in KEEP},
+        "baseline": s.get("baseline"), "flag": bool(s.get("learning_flag")),
+        "wall_seconds": round(time.perf_counter() - started, 1), "commit": COMMIT,
+    }  # fmt: skip
+
+
+def zero_shot() -> dict[str, Any]:
+    """The base encoder's cosine similarity of the two sentences, no training (the issue's 0.82)."""
+    import numpy as np
+    import pandas as pd
+    from scipy import stats
+    from sentence_transformers import SentenceTransformer
+
+    from backend.catalogue import DEFAULT_MODEL, model_info
+
+    dev = pd.read_csv(SHARED / DATASET / "dev.csv")
+    model = SentenceTransformer(model_info(DEFAULT_MODEL).path, device="cpu")
+    a = model.encode(dev["text_a"].astype(str).tolist(), normalize_embeddings=True)
+    b = model.encode(dev["text_b"].astype(str).tolist(), normalize_embeddings=True)
+    cosine = np.sum(a * b, axis=1)
+    spearman = float(stats.spearmanr(cosine, dev["score"]).statistic)
+    pearson = float(stats.pearsonr(cosine, dev["score"]).statistic)
+    return {"reference": "zero-shot cosine", "spearman": spearman, "pearson": pearson, "commit": COMMIT}
+
+
+def fmt(values: list[float]) -> str:
+    if len(values) == 1:
+        return f"{values[0]:.3f}"
+    return f"{statistics.mean(values):.3f} ± {statistics.stdev(values):.3f}"
+
+
+def method_row(method: str, cells: list[dict[str, Any]]) -> str:
+    spearman = fmt([c["spearman"] for c in cells])
+    if len(cells) == 1:
+        spearman += " [{:.3f}, {:.3f}]".format(*cells[0]["score_ci"])
+    flag = " ⚠" if any(c["flag"] for c in cells) else ""
+    rates = ", ".join(format(c["lr"], "g") for c in cells)
+    epochs = ", ".join(f"{c['epochs_run']}/{c['epochs']}" for c in cells)
+    per_epoch = statistics.mean(c["seconds_per_epoch"] for c in cells)
+    commits = ", ".join(sorted({c["commit"] for c in cells}))
+    errors = " | ".join(fmt([c[k] for c in cells]) for k in ("pearson", "rmse", "mae"))
+    cells_text = [f"{method}{flag}", spearman, errors, rates, epochs, f"{per_epoch:.1f}", str(len(cells))]
+    cells_text.append(commits)
+    return "| " + " | ".join(cells_text) + " |"
+
+
+def report() -> str:
+    rows = [json.loads(line) for line in RUNS.read_text().splitlines()] if RUNS.is_file() else []
+    runs = done()
+    reference = next((r for r in reversed(rows) if r.get("reference")), None)
+    lines = [
+        "## stsb: regression, every method at its defaults (issue 38, `python bench/scores.py`)",
+        "",
+        "STS-B sentence pairs scored 0-5 (../shared/data/stsb): the 1,000 rows of train.csv, scored on "
+        "the 375 rows of dev.csv. Task auto (it recognises the scores), learning rate and epochs auto, "
+        "max length 128, batch 32. Spearman is primary; its 95% interval is the bootstrap over the "
+        'dev rows. ⚠ = the run\'s "did not learn" flag (at or below the baseline).',
+        "",
+        "| method | Spearman [95% CI] | Pearson | RMSE | MAE | lr | epochs run / planned | s/epoch "
+        "| seeds | code |",
+        "|---|---:|---:|---:|---:|---|---:|---:|---:|---|",
+    ]
+    for method in METHODS:
+        cells = [r for (m, _, _), r in sorted(runs.items()) if m == method]
+        if cells:
+            lines.append(method_row(method, cells))
+    baseline = next((r["baseline"] for r in runs.values() if r.get("baseline")), None)
+    if baseline:
+        lines.append(
+            f"| *baseline: the training mean ({baseline['mean']:.2f})* | 0 | 0 | {baseline['rmse']:.3f} | "
+            f"{baseline['mae']:.3f} | | | | | |"
+        )
+    if reference:
+        lines.append(
+            "| *reference: zero-shot cosine of the base encoder (no training)* | "
+            f"{reference['spearman']:.3f} | {reference['pearson']:.3f} | | | | | | | |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--only", help="comma-separated method keys")
+    p.add_argument("--seeds", default="0")
+    p.add_argument("--rows", type=int, default=1000)
+    p.add_argument("--report", action="store_true", help="only rewrite bench/SCORES.md")
+    args = p.parse_args()
+    if not (SHARED / DATASET).is_dir():
+        print(f"skipped: {SHARED / DATASET} is absent", file=sys.stderr)
+        return 0
+    folder = Path(tempfile.mkdtemp(prefix="bench-scores-"))
+    if not args.report:
+        if not any(
+            json.loads(line).get("reference")
+            for line in (RUNS.read_text().splitlines() if RUNS.is_file() else [])
+        ):
+            with RUNS.open("a") as fh:
+                fh.write(json.dumps(zero_shot()) + "\n")
+        have = done()
+        for seed in map(int, args.seeds.split(",")):
+            for method in args.only.split(",") if args.only else METHODS:
+                if (method, seed, args.rows) in have:
+                    continue
+                print(f"{method} seed {seed} ...", flush=True)
+                row = run_one(method, seed, args.rows, folder)
+                print(json.dumps(row), flush=True)
+                with RUNS.open("a") as fh:
+                    fh.write(json.dumps(row) + "\n")
+                REPORT.write_text(report())
+    REPORT.write_text(report())
+    print(REPORT.read_text())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,56 @@
+"""Regression runs as jobs (issue 38): real workers train them, the job row carries the task,
+its primary metric and score, Compare pairs two of them by Spearman, refuses to pair runs of
+different tasks, and the Runs page's header names the metric."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from backend.errors import ConfigError
+from jobs.supervisor import Supervisor
+from service.api import Workbench
+from tests.conftest import sentiment_rows, write_csv
+from tests.jobs.conftest import quick_job, wait_status
+from tests.unit.test_regression import score_rows, write
+from ui.tabs.runs import summary
+
+
+def test_regression_jobs_report_their_task_and_pair_by_spearman(
+    bench: Workbench, tmp_path: Path, supervisors: Callable[..., Supervisor]
+) -> None:
+    data = write(tmp_path / "scores.csv", score_rows(120, 5))
+    evals = write(tmp_path / "scores-eval.csv", score_rows(50, 6))
+    jobs = [
+        bench.submit(quick_job(data, eval_data=str(evals), epochs=2)),
+        bench.submit(quick_job(data, eval_data=str(evals), method="probe", epochs=2)),
+        bench.submit(quick_job(write_csv(tmp_path / "labels.csv", sentiment_rows(60)))),
+    ]
+    supervisors()
+    lora, probe, labels = (wait_status(bench, j) for j in jobs)
+    assert [j["status"] for j in (lora, probe, labels)] == ["succeeded"] * 3, [lora["error"], probe["error"]]
+    for job in (lora, probe):
+        assert (job["task"], job["primary_metric"]) == ("regression", "spearman")
+        assert job["accuracy"] is None and job["score"] == pytest.approx(job["metrics"]["spearman"])
+        assert "spearman" in job["headline"] and "rmse" in job["headline"]
+        text = summary(job)
+        assert f"spearman {job['score']:.3f}" in text and "rmse" in text and "accuracy" not in text
+    assert (labels["task"], labels["primary_metric"]) == ("classification", "accuracy")
+    assert labels["score"] == labels["accuracy"]
+    listed = {row["id"]: row for row in bench.list_jobs()}
+    assert listed[jobs[0]]["task"] == "regression" and listed[jobs[2]]["task"] == "classification"
+
+    result = bench.significance(jobs[:2])
+    assert result["metric"] == "spearman" and {r["run"] for r in result["runs"]} == {"job 1", "job 2"}
+    by_run = {r["run"]: r for r in result["runs"]}
+    assert by_run["job 1"]["score"] == pytest.approx(lora["score"])
+    (pair,) = result["pairs"]
+    assert pair["test"] == "paired permutation" and 0.0 <= pair["p_value"] <= 1.0
+    with pytest.raises(ConfigError, match="runs of different tasks cannot be paired"):
+        bench.significance([jobs[0], jobs[2]])
+    shown = bench.compare(jobs)
+    assert shown["significance"] is None and "different tasks" in shown["significance_note"]
+    row = next(r for r in shown["table"] if r["id"] == jobs[0])
+    assert (row["task"], row["score"]) == ("regression", pytest.approx(lora["score"]))

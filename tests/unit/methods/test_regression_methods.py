@@ -1,0 +1,68 @@
+"""Every method trains the regression task (issue 38) on the tiny random BERT, and its export
+reloads as a one-output regression head: the standard libraries' load in a fresh process
+predicts the stored rows again, and so does the model card's own snippet, outside the app."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from backend.artifacts.reload_check import run_fresh_processes
+from backend.methods import registry
+from backend.run import run_training
+from backend.training.config import TrainConfig
+from tests.fresh_python import fresh_python_each
+from tests.tiny_models import TINY_BERT
+from tests.unit.test_regression import score_rows, write
+
+METHODS = [spec.key for spec in registry.all_methods()]
+RAW_SUFFIX = """
+import json as _json
+_chk = _json.load(open("check_predictions.json"))
+_enc = tok(_chk["texts"], return_tensors="pt", truncation=True, max_length={max_length}, padding=True)
+with torch.no_grad():
+    _out = model(**_enc)
+print("RESULT", _json.dumps(getattr(_out, "logits", _out).tolist()))
+"""
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    root = tmp_path_factory.mktemp("regression")
+    data = write(root / "scores.csv", score_rows(80, 7))
+    summaries = {}
+    for method in METHODS:
+        epochs = 1 if method != "probe" else 5
+        cfg = TrainConfig(data=str(data), method=method, model=TINY_BERT, epochs=epochs, batch_size=16,
+                          max_length=32, lr=None, early_stopping_patience=0)  # fmt: skip
+        summaries[method] = run_training(cfg, root / method, feature_cache_dir=root / "features")
+    folders = [Path(summaries[m]["artifact_dir"]) for m in METHODS]
+    jobs = []
+    for folder in folders:
+        code = re.search(r"```python\n(.*?)```", (folder / "README.md").read_text(), re.S).group(1)
+        max_length = json.loads((folder / "workbench.json").read_text())["max_length"]
+        jobs.append((folder, code + RAW_SUFFIX.format(max_length=max_length)))
+    checks = dict(zip(METHODS, run_fresh_processes(folders), strict=True))
+    cards = dict(zip(METHODS, fresh_python_each(jobs), strict=True))
+    return {"summaries": summaries, "checks": checks, "cards": cards}
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_every_method_trains_a_score_and_its_export_reloads(exported: dict[str, Any], method: str) -> None:
+    summary = exported["summaries"][method]
+    assert (summary["task"], summary["primary_metric"]) == ("regression", "spearman")
+    assert summary["score"] == pytest.approx(summary["spearman"]) and summary["rmse"] > 0
+    out = Path(summary["artifact_dir"])
+    assert json.loads((out / "workbench.json").read_text())["task"] == "regression"
+    result = exported["checks"][method]
+    assert result["ok"], result
+    stored = json.loads((out / "check_predictions.json").read_text())["probs"]
+    assert len(stored[0]) == 1  # one output per text: the score
+    card = exported["cards"][method]
+    assert [row[0] for row in card] == pytest.approx([row[0] for row in stored], abs=1e-5)
+    readme = (out / "README.md").read_text()
+    assert "softmax" not in readme and "| spearman |" in readme and "training mean" in readme
