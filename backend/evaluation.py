@@ -18,29 +18,36 @@ import numpy as np
 from backend.artifacts.predictions import write_predictions
 from backend.data.check import check_usable
 from backend.data.mapping import ColumnMapping, check_mapped_columns
-from backend.data.prepare import Split
+from backend.data.prepare import Split, drop_unreadable
 from backend.data.spec import read_limited
 from backend.errors import ConfigError
+from backend.tasks import registry as tasks
+from backend.tasks.base import Task
 from backend.training.metrics import metrics_from_probs
 
 
 def read_split(
-    path: str | Path, mapping: ColumnMapping, label_names: list[str], max_rows: int | None
+    path: str | Path,
+    mapping: ColumnMapping,
+    label_names: list[str],
+    max_rows: int | None,
+    task: Task | None = None,
 ) -> tuple[Split, list[str]]:
-    """The file's usable rows as a Split under the run's label ids, and any warnings."""
-    name = Path(path).name
+    """The file's usable rows as a Split of the run's task's targets (class ids, scores), and any
+    warnings; rows whose label the task cannot read (a score that is not a number) are dropped."""
+    name, task = Path(path).name, task or tasks.get(None)
     df, _ = read_limited(path, max_rows)
     check_mapped_columns(df, mapping, name)
     warnings: list[str] = []
     usable = check_usable(df, mapping, name, True, warnings)
-    unknown = sorted(set(usable.names) - set(label_names))
+    usable = drop_unreadable(task, usable, name, mapping.label, True, warnings)
+    unknown = task.unknown_labels(usable.names, label_names)
     if unknown:
         raise ConfigError(
             f"{name} has label(s) {', '.join(unknown)} that the run was not trained on "
             f"(it knows {', '.join(label_names)}); evaluate on a dataset with the same labels"
         )
-    label2id = {label: i for i, label in enumerate(label_names)}
-    split = Split(usable.texts, usable.pairs, [label2id[n] for n in usable.names], usable.rows)
+    split = Split(usable.texts, usable.pairs, task.targets(usable.names, label_names), usable.rows)
     return split, warnings
 
 
@@ -62,11 +69,12 @@ def evaluate_on(
 ) -> dict[str, Any]:
     """Metrics of ``predictor`` (a loaded run) on the file at ``path``; predictions to ``out_file``."""
     check_pairs(predictor.manifest.get("text_pair_column"), mapping, Path(path).name)
-    split, warnings = read_split(path, mapping, predictor.label_names, max_rows)
+    task = predictor.task
+    split, warnings = read_split(path, mapping, predictor.label_names, max_rows, task)
     if not len(split):
         raise ConfigError(f"{Path(path).name} has no usable rows to evaluate on")
     probs = predictor.predict_proba(split.texts, split.pairs)
-    metrics = metrics_from_probs(np.asarray(split.labels), probs, predictor.label_names)
+    metrics = metrics_from_probs(np.asarray(split.labels), probs, predictor.label_names, task)
     out_file.parent.mkdir(parents=True, exist_ok=True)
-    write_predictions(out_file, split, probs, predictor.label_names)
+    write_predictions(out_file, split, probs, predictor.label_names, task)
     return {**metrics, "rows": len(split), "label_names": predictor.label_names, "warnings": warnings}

@@ -118,12 +118,13 @@ class JobReporter(Callback):
 
     def on_epoch(self, info: EpochInfo) -> None:
         now = time.time()
-        for (
-            name,
-            value,
-        ) in info.scalars.items():  # eval_accuracy, eval_macro_f1 (eval_spearman, ...), eval_loss
+        # eval_accuracy, eval_macro_f1 (a score: eval_spearman, ...), eval_loss, and eval_score:
+        # the primary metric, whatever the task names it (what a regression run's chart draws)
+        for name, value in info.scalars.items():
             series = name if name.startswith("eval_") else f"eval_{name}"
             self._add(info.step, series, value, now, epoch=info.epoch)
+        if "score" in info.metrics:
+            self._add(info.step, "eval_score", float(info.metrics["score"]), now, epoch=info.epoch)
         self._add(info.step, "epoch_train_loss", info.train_loss, now, epoch=info.epoch)
         self._fields.update(epoch=info.epoch, total_epochs=info.total_epochs)
         self.flush()
@@ -134,6 +135,8 @@ class JobReporter(Callback):
         for name, value in info.scalars.items():  # layer_accuracy, layer_macro_f1 (layer_spearman, ...)
             if name != "eval_loss":
                 self._add(info.done, f"layer_{name}", value, now, layer=info.layer)
+        if "score" in info.metrics:
+            self._add(info.done, "layer_score", float(info.metrics["score"]), now, layer=info.layer)
         # The job row's epoch/total_epochs show a sweep's progress: layers done of all.
         self._fields.update(epoch=info.done, total_epochs=info.total)
         self._fields["progress"] = info.done / max(info.total, 1)  # a sweep's progress is by layer

@@ -13,7 +13,7 @@ from jobs.views import seed_key
 # The costs a trial's accuracy is weighed against; each gives a 2-D front, and "pareto" is
 # the front over all three at once (accuracy up, every cost down).
 COSTS = ("trainable_params", "train_seconds", "adapter_bytes")
-METRICS = ("accuracy", "macro_f1")
+METRICS = ("score", "accuracy", "macro_f1")
 
 
 def _iso(value: Any) -> str | None:
@@ -29,12 +29,13 @@ def trial_row(job: Job) -> dict[str, Any]:
         "method": job.method,
         "params": job.trial_params or {},
         "status": job.status,
+        "score": job.score if ok else None,  # the task's primary metric (objective "score")
         "accuracy": job.accuracy if ok else None,
         "macro_f1": job.macro_f1 if ok else None,
         "trainable_params": job.trainable_params if ok else None,
         "train_seconds": job.train_seconds if ok else None,
         "adapter_bytes": job.adapter_bytes if ok else None,
-        # the accuracy's 95% interval (backend.significance): the Pareto chart's error bar
+        # the score's 95% interval (backend.run.run_intervals): the Pareto chart's error bar
         "score_ci": (job.summary or {}).get("score_ci") if ok else None,
         "error": job.error,
     }

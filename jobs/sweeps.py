@@ -26,7 +26,8 @@ from jobs.db import Database
 from jobs.reporting import JobLog, JobReporter
 from jobs.schema import FINISHED, PRUNED, QUEUED, RUNNING, SUCCEEDED, Job, Sweep, utcnow
 
-OBJECTIVES = ("accuracy", "macro_f1")
+OBJECTIVES = ("accuracy", "macro_f1")  # a label task's; any task's primary metric is SCORE
+SCORE = "score"
 PRUNERS = ("median", "halving", "none")
 
 

@@ -31,10 +31,11 @@ from jobs.records import (
 from jobs.schema import METRIC_COLUMNS, Dataset, Job, Metric
 
 STEP_SERIES = ("train_loss", "learning_rate", "samples_per_second", "tokens_per_second")
-EPOCH_SERIES = ("eval_accuracy", "eval_macro_f1", "eval_loss", "epoch_train_loss")
+# eval_score / layer_score: the task's primary metric (what a regression run's charts draw)
+EPOCH_SERIES = ("eval_accuracy", "eval_macro_f1", "eval_score", "eval_loss", "epoch_train_loss")
 # A probe layer sweep's results, one point per layer (``Metric.layer``): [[layer, value]],
 # 0 = embeddings. A sweep has these instead of the epoch series.
-LAYER_SERIES = ("layer_accuracy", "layer_macro_f1")
+LAYER_SERIES = ("layer_accuracy", "layer_macro_f1", "layer_score")
 MAX_POINTS = 2000  # per series; longer curves are thinned evenly (the last point is kept)
 COMPARE_FIELDS = (
     "accuracy",

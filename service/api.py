@@ -136,6 +136,8 @@ class Workbench(DatasetsApi, CatalogueApi, ArtifactsApi, SweepsApi, AnalysisApi,
             text_column=mapping.text,
             text_pair_column=mapping.text_pair,
             label_column=mapping.label,
+            score_column=None,  # now the label column
+            task=data.task.key,  # what "auto" found: the worker trains exactly this task
         )
         return cfg, train_ds, eval_ds
 

@@ -70,20 +70,15 @@ class ArtifactsApi(WorkbenchState):
             )
 
     def predict(self, ids: list[int], texts: list[str], pairs: list[str] | None = None) -> list[Prediction]:
-        """Each job's predicted label and probability for every text."""
+        """Each job's prediction for every text: its label and probability (a regression run: the
+        number as ``label`` and ``score``, no probability)."""
         if pairs is not None and len(pairs) != len(texts):
             raise ConfigError(f"got {len(texts)} texts but {len(pairs)} second texts; give one per text")
         results = []
         for job_id in dict.fromkeys(ids):
             job = self._finished_job(job_id)
-            predictions = self._predictor(job.artifact_dir or "").predict(texts, pairs)
-            results.append(
-                {
-                    "id": job.id,
-                    "name": job.name,
-                    "predictions": [{"label": label, "probability": prob} for label, prob in predictions],
-                }
-            )
+            predictions = self._predictor(job.artifact_dir or "").predict_items(texts, pairs)
+            results.append({"id": job.id, "name": job.name, "predictions": predictions})  # type: ignore[typeddict-item]
         return results
 
     def _predictor(self, artifact_dir: str) -> Any:

@@ -17,14 +17,22 @@ from sqlalchemy import select
 from backend.errors import ConfigError
 from backend.methods import registry
 from backend.sweeps import apply_point, grid_points, parse_axis, point_text, search_range
+from backend.tasks import registry as tasks
+from backend.tasks.base import Task
 from backend.training.config import TrainConfig, validate
 from jobs import queue, sweep_views
 from jobs.schema import QUEUED, RUNNING, Job, Sweep
 from jobs.supervisor_registry import wake_local_supervisors
-from jobs.sweeps import OBJECTIVES, PRUNERS, finish_sweep, trial_job_fields
+from jobs.sweeps import OBJECTIVES, PRUNERS, SCORE, finish_sweep, trial_job_fields
 from service.api_state import WorkbenchState
 
 MAX_TRIALS = 200
+
+
+def sweep_objective(objective: str, task: Task) -> str:
+    """The metric a sweep maximises: ``score`` (the task's primary metric) for a task that has no
+    accuracy, whatever was asked (accuracy is every sweep's default); else what was asked."""
+    return objective if "accuracy" in task.headline else SCORE
 
 
 class SweepsApi(WorkbenchState):
@@ -52,8 +60,9 @@ class SweepsApi(WorkbenchState):
         * ``trials`` N > 0: an Optuna TPE search of N trials over ``search`` (default: the
           method's main setting and the learning rate), pruned by ``pruner``.
         """
-        if objective not in OBJECTIVES:
-            raise ConfigError(f"the objective must be one of {', '.join(OBJECTIVES)}, not {objective!r}")
+        if objective not in (*OBJECTIVES, SCORE):
+            choices = ", ".join((*OBJECTIVES, SCORE))
+            raise ConfigError(f"the objective must be one of {choices}, not {objective!r}")
         if pruner not in PRUNERS:
             raise ConfigError(f"the pruner must be one of {', '.join(PRUNERS)}, not {pruner!r}")
         given = {"grid": bool(grid), "methods": bool(methods), "search": trials > 0}
@@ -66,6 +75,7 @@ class SweepsApi(WorkbenchState):
         if kinds[0] == "methods":
             base["method"] = methods[0]
         cfg, train_ds, eval_ds = self._prepare(base)  # type: ignore[attr-defined]
+        objective = sweep_objective(objective, tasks.get(cfg.task))
         base_config = cfg.to_dict()
         spec: dict[str, Any] = {"objective": objective, "seed": seed}
         if kinds[0] == "grid":

@@ -76,7 +76,10 @@ class DatasetPreview(TypedDict):
     rows: int
     columns: list[str]
     mapping: ColumnMapping
-    label_counts: dict[str, int]  # usable rows only
+    task: str  # the task "auto" would train (backend.tasks)
+    task_label: str
+    label_text: str  # the task's words for the labels ("2 labels", "a number per row ...")
+    label_counts: dict[str, int]  # usable rows only (bins of a score)
     invalid_rows: int
     preview: list[dict[str, Any]]  # the first rows, as read
     char_length: dict[str, int]  # p50, p90, p95, p99, max
@@ -211,10 +214,12 @@ class CompareResult(TypedDict):
 
 
 class LabelProbability(TypedDict):
-    """One text's predicted label and its probability."""
+    """One text's prediction: its label and probability; for a regression run the number, as
+    text in ``label`` and as ``score`` (``probability`` None)."""
 
     label: str
-    probability: float
+    probability: float | None
+    score: float | None
 
 
 class Prediction(TypedDict):

@@ -160,8 +160,8 @@ def pareto_svg(
 
 def _bar(point: dict[str, Any], objective: str) -> list[float] | None:
     """A point's vertical bar: the spread of pooled seeds (any objective), else the run's
-    accuracy interval (stored for accuracy only)."""
-    if point.get("n", 1) > 1 or objective == "accuracy":
+    interval (stored for its score: accuracy for a label task)."""
+    if point.get("n", 1) > 1 or objective in ("accuracy", "score"):
         return point.get("score_ci") or None
     return None
 

@@ -77,12 +77,15 @@ LAYER_METRICS = {"layer_accuracy": "accuracy", "layer_macro_f1": "macro-F1"}
 
 def is_sweep(series: dict[str, Any]) -> bool:
     """Whether the series are a probe layer sweep's (results by layer, not by epoch)."""
-    return bool(series.get("layer_accuracy"))
+    return bool(series.get("layer_accuracy") or series.get("layer_score"))
 
 
 def epoch_curves(series: dict[str, Any]) -> pd.DataFrame:
-    """Evaluation accuracy and macro-F1 by epoch (a probe sweep's: by ``layer``), one ``metric`` per line."""
+    """Evaluation accuracy and macro-F1 by epoch (a probe sweep's: by ``layer``), one ``metric`` per
+    line; a task without accuracy (regression): its score, the primary metric."""
     names, x = (LAYER_METRICS, "layer") if is_sweep(series) else (EPOCH_METRICS, "epoch")
+    if not any(series.get(key) for key in names):
+        names = {"layer_score" if x == "layer" else "eval_score": "score (primary metric)"}
     return series_frame(((label, series.get(key)) for key, label in names.items()), x, "value", "metric")
 
 

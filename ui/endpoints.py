@@ -177,13 +177,15 @@ class Endpoints(SweepEndpoints, AnalysisEndpoints, ReportEndpoints):
         group_by_length: bool | None = None,
         gradient_checkpointing: str | None = None,
         rerun_of: int | None = None,
+        task: str | None = None,
     ) -> RunSummary:
         """Queue a training job. ``method`` is a label ("LoRA") or key ("lora");
         ``method_settings`` the method's own settings (e.g. {"rank": 8}); anything
         left out uses the method's default. ``epochs`` and ``lr`` are "auto" when left
         out (sized from the data; picked by a search on the training data); a number wins.
         ``rerun_of``: the job whose settings these are (recorded as the new job's lineage).
-        Returns {id, name, method, status}.
+        ``task``: what the model outputs ("auto", the default: from the label column; or a task
+        key, e.g. "regression" for a column of numbers). Returns {id, name, method, status}.
         """
         spec = self.method(method)
         settings = self.api.settings
@@ -204,6 +206,7 @@ class Endpoints(SweepEndpoints, AnalysisEndpoints, ReportEndpoints):
                     "precision": precision,
                     "group_by_length": group_by_length,
                     "gradient_checkpointing": gradient_checkpointing,
+                    "task": task or None,
                 },
             ),
             name=(name or "").strip() or None,

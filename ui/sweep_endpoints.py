@@ -38,10 +38,12 @@ class SweepEndpoints:
         precision: str | None = None,
         group_by_length: bool | None = None,
         gradient_checkpointing: str | None = None,
+        task: str | None = None,
     ) -> dict[str, Any]:
         """Queue a sweep: ``grid`` axes ("rank=2,8,32", one or two), ``methods`` (one run each,
         ``method_settings`` keyed by method), or ``trials`` N of an Optuna search over
-        ``search`` ("lr", "rank=2:64"). Returns {sweep_id, status}."""
+        ``search`` ("lr", "rank=2:64"). ``task`` as for ``/launch``; a task without accuracy
+        (regression) maximises its score. Returns {sweep_id, status}."""
         keys = [self.method(m)["key"] for m in methods or []]  # type: ignore[attr-defined]
         first = keys[0] if keys else self.method(method or "")["key"]  # type: ignore[attr-defined]
         settings = {self.method(k)["key"]: v for k, v in (method_settings or {}).items()}  # type: ignore[attr-defined]
@@ -53,6 +55,7 @@ class SweepEndpoints:
                 "precision": precision,
                 "group_by_length": group_by_length,
                 "gradient_checkpointing": gradient_checkpointing,
+                "task": task or None,
             },
         )  # fmt: skip
         sweep_id = self.api.submit_sweep(

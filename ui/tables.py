@@ -208,7 +208,9 @@ def predictions_table(results: list[dict[str, Any]]) -> pd.DataFrame:
         [
             run_label(r["id"], r["name"]),
             r["predictions"][0]["label"],
-            f"{100 * r['predictions'][0]['probability']:.1f}%",
+            "–"
+            if r["predictions"][0].get("probability") is None
+            else f"{100 * r['predictions'][0]['probability']:.1f}%",
         ]
         for r in results
         if r.get("predictions")

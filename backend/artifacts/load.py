@@ -144,6 +144,10 @@ class Predictor:
         probs = self.predict_proba(texts, pairs)
         return [(self.label_names[int(p.argmax())], float(p.max())) for p in probs]
 
+    def predict_items(self, texts: list[str], pairs: list[str] | None = None) -> list[dict[str, Any]]:
+        """Each text's ``label``, ``probability`` (a class's) and ``score`` (a number's)."""
+        return self.task.prediction_items(self.predict_proba(texts, pairs), self.label_names)
+
     def predict_columns(self, texts: list[str], pairs: list[str] | None = None) -> dict[str, list[Any]]:
         """``predict``'s output columns for the run's task (label and probability; score)."""
         return self.task.prediction_columns(self.predict_proba(texts, pairs), self.label_names)

@@ -111,7 +111,7 @@ def prepare(
     spec, pool = _read_train(path, chosen, max_rows, drop_invalid, warnings)
     kind = registry.resolve(task, pool.names, pool.numeric)
     column = spec.mapping.label
-    pool = _drop_unreadable(kind, pool, spec.name, column, drop_invalid, warnings)
+    pool = drop_unreadable(kind, pool, spec.name, column, drop_invalid, warnings)
     splitting = eval_path is None
     label_names = kind.label_names(pool.names, pool.numeric, pool.rows, column, spec.name, splitting)
     train, eval_spec = _to_split(kind, pool, label_names), None
@@ -125,7 +125,7 @@ def prepare(
     return PreparedData(train, evaluation, label_names, warnings, spec, eval_spec, kind)
 
 
-def _drop_unreadable(
+def drop_unreadable(
     task: Task, usable: UsableRows, source: str, column: str, drop_invalid: bool, warnings: list[str]
 ) -> UsableRows:
     """With ``drop_invalid``, the rows whose label the task cannot read, dropped with a warning
@@ -175,7 +175,7 @@ def _read_eval(
     df, sha256 = read_limited(path, max_rows)
     check_mapped_columns(df, mapping, name)
     usable = check_usable(df, mapping, name, drop_invalid, warnings)
-    usable = _drop_unreadable(task, usable, name, mapping.label, drop_invalid, warnings)
+    usable = drop_unreadable(task, usable, name, mapping.label, drop_invalid, warnings)
     warnings.extend(task.eval_warnings(usable.names, usable.rows, label_names, mapping.label, name))
     return DatasetSpec.of(path, sha256, df, mapping, usable), _to_split(task, usable, label_names)
 

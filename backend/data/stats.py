@@ -16,11 +16,12 @@ import numpy as np
 import pandas as pd
 
 from backend.cells import is_missing
-from backend.data.check import label_counts, usable_rows
+from backend.data.check import usable_rows
 from backend.data.limits import check_row_count
 from backend.data.mapping import ColumnMapping, resolve_mapping
 from backend.data.read import read_table
 from backend.data.sampling import sample_indices
+from backend.tasks import registry as tasks
 
 PREVIEW_ROWS = 5
 PERCENTILES = (50, 90, 95, 99)
@@ -42,8 +43,9 @@ def dataset_stats(
     """Overview of a table for the UI; DataError only if it cannot be read or mapped
     (or has more than ``max_rows`` rows).
 
-    Keys: rows, columns, mapping {text, text_pair, label}, label_counts {name:
-    count}, invalid_rows (rows with a missing mapped cell), preview (first 5
+    Keys: rows, columns, mapping {text, text_pair, label}, task (what "auto" would train),
+    task_label and label_text (its words), label_counts {name: count} (a score's: bins),
+    invalid_rows (rows with a missing mapped cell), preview (first 5
     rows), char_length and token_length ({p50, p90, p95, p99, max}; token
     lengths need a Hugging Face tokenizer, else None). Counts and lengths cover
     usable rows. token_histogram: [{start, end, count}] bins of token lengths (None
@@ -72,6 +74,7 @@ def summarize(
     ``token_sample`` of them (``token_lengths_sampled`` says how many when it is one).
     """
     usable = usable_rows(df, mapping, source_name)
+    task = tasks.resolve(None, usable.names, usable.numeric)
     char_lengths = [len(t) for t in usable.texts]
     if usable.pairs is not None:
         char_lengths = [n + len(p) for n, p in zip(char_lengths, usable.pairs, strict=True)]
@@ -90,7 +93,11 @@ def summarize(
             "text_pair": mapping.text_pair,
             "label": mapping.label,
         },
-        "label_counts": label_counts(usable),
+        # the task "auto" sees in the label column, and its view of the labels (bins of a score)
+        "task": task.key,
+        "task_label": task.label,
+        "label_text": task.describe_labels(usable.names, usable.numeric),
+        "label_counts": task.distribution(usable.names, usable.numeric),
         "invalid_rows": usable.dropped,
         "preview": [{str(k): _plain(v) for k, v in row.items()} for row in preview],
         "char_length": length_summary(char_lengths),

@@ -49,6 +49,11 @@ class Task(ABC):
         """Indices of label cells this task cannot read (a score that is not a number)."""
         return []
 
+    def unknown_labels(self, names: list[str], label_names: list[str]) -> list[str]:
+        """Labels of another file that a run of this task cannot be scored on (classes it never
+        saw); none for a number."""
+        return []
+
     def eval_warnings(
         self, names: list[str], rows: list[int], label_names: list[str], column: str, source: str
     ) -> list[str]:
@@ -102,6 +107,15 @@ class Task(ABC):
     def prediction_columns(self, outputs: np.ndarray, label_names: list[str]) -> dict[str, list[Any]]:
         """``predict``'s output columns (``predicted_label`` and ``probability``; ``score``)."""
 
+    def prediction_items(self, outputs: np.ndarray, label_names: list[str]) -> list[dict[str, Any]]:
+        """Try it's answer per text: ``label`` (what to show), ``probability`` (a class's; else
+        None) and ``score`` (a number's; else None)."""
+        columns = self.prediction_columns(outputs, label_names)
+        if "score" in columns:
+            return [{"label": f"{v:.4g}", "probability": None, "score": v} for v in columns["score"]]
+        pairs = zip(columns["predicted_label"], columns["probability"], strict=True)
+        return [{"label": label, "probability": p, "score": None} for label, p in pairs]
+
     @abstractmethod
     def frame_columns(
         self, targets: list[Any], outputs: np.ndarray, label_names: list[str]
@@ -116,6 +130,19 @@ class Task(ABC):
     @abstractmethod
     def intervals(self, true: np.ndarray, outputs: np.ndarray, label_names: list[str]) -> dict[str, Any]:
         """``score`` and its 95% interval ``score_ci`` (plus any other headline interval)."""
+
+    def distribution(self, names: list[str], numeric: bool) -> dict[str, int]:
+        """Rows per label for the Data tab's chart (bins of a number)."""
+        from backend.tasks.classification import sorted_label_names
+
+        counts = {name: 0 for name in sorted_label_names(names, numeric)}
+        for name in names:
+            counts[name] += 1
+        return counts
+
+    def describe_labels(self, names: list[str], numeric: bool) -> str:
+        """The Data tab's words for the label column ("2 labels")."""
+        return f"{len(set(names))} labels"
 
     def card_outputs(self, label_names: list[str]) -> str:
         """The model card's sentence on what the model outputs."""

@@ -51,6 +51,9 @@ class Classification(Task):
         ids = {name: i for i, name in enumerate(label_names)}
         return [ids[n] for n in names]
 
+    def unknown_labels(self, names: list[str], label_names: list[str]) -> list[str]:
+        return sorted(set(names) - set(label_names))
+
     def eval_warnings(
         self, names: list[str], rows: list[int], label_names: list[str], column: str, source: str
     ) -> list[str]:

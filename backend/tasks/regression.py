@@ -90,6 +90,22 @@ class Regression(Task):
     def model_kwargs(self, label_names: list[str]) -> dict[str, Any]:
         return {"num_labels": 1, "id2label": {0: SCORE}, "label2id": {SCORE: 0}, "problem_type": "regression"}
 
+    def distribution(self, names: list[str], numeric: bool) -> dict[str, int]:
+        """Rows per tenth of the score range ("0–0.5": 40, ...); unreadable scores left out."""
+        values = np.asarray([float(n) for n in names if _number(n)])
+        if not len(values):
+            return {}
+        counts, edges = np.histogram(values, bins=10)
+        return {f"{edges[i]:g}–{edges[i + 1]:g}": int(c) for i, c in enumerate(counts)}
+
+    def describe_labels(self, names: list[str], numeric: bool) -> str:
+        values = [float(n) for n in names if _number(n)]
+        if not values:
+            return "no numeric scores"
+        return (
+            f"a number per row (regression): {min(values):g} to {max(values):g}, mean {np.mean(values):.2f}"
+        )
+
     def start_head(self, head: torch.nn.Module, targets: list[Any]) -> None:
         """The output's bias starts at the training mean. An AdamW step moves a weight by about
         the learning rate, so a head starting at 0 needs hundreds of steps to reach a mean of

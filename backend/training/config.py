@@ -72,6 +72,7 @@ class TrainConfig:
         f"at least {tasks.MANY_VALUES} distinct values and some not whole, else classification; "
         "choose one to override (a 1-5 star column is classes unless you say regression).",
         choices=(tasks.AUTO, *tasks.keys()),
+        choice_labels=("auto (from the data)", *(t.label for t in tasks.all_tasks())),
     )
     model: str = knob(
         DEFAULT_MODEL,

@@ -13,7 +13,7 @@ from backend.errors import ConfigError
 from jobs.supervisor import Supervisor
 from service.api import Workbench
 from tests.conftest import sentiment_rows, write_csv
-from tests.jobs.conftest import quick_job, wait_status
+from tests.jobs.conftest import quick_job, wait_for, wait_status
 from tests.unit.test_regression import score_rows, write
 from ui.tabs.runs import summary
 
@@ -52,5 +52,24 @@ def test_regression_jobs_report_their_task_and_pair_by_spearman(
         bench.significance([jobs[0], jobs[2]])
     shown = bench.compare(jobs)
     assert shown["significance"] is None and "different tasks" in shown["significance_note"]
+    (scored, labelled) = bench.predict([jobs[0], jobs[2]], ["great superb fine"])  # Try it
+    (number,), (label,) = scored["predictions"], labelled["predictions"]
+    assert number["probability"] is None and number["label"] == f"{number['score']:.4g}"
+    assert label["score"] is None and label["label"] in ("pos", "neg") and 0.0 <= label["probability"] <= 1.0
+    other = bench.register_dataset(write(tmp_path / "other.csv", score_rows(40, 10)))
+    evaluated = bench.evaluate(jobs[0], other["id"])  # another file of scores: its own metrics
+    assert evaluated["rows"] == 40 and -1.0 <= evaluated["spearman"] <= 1.0 and evaluated["rmse"] > 0
     row = next(r for r in shown["table"] if r["id"] == jobs[0])
     assert (row["task"], row["score"]) == ("regression", pytest.approx(lora["score"]))
+
+
+def test_a_regression_sweep_maximises_the_score(
+    bench: Workbench, tmp_path: Path, supervisors: Callable[..., Supervisor]
+) -> None:
+    data = write(tmp_path / "scores.csv", score_rows(100, 9))
+    sweep_id = bench.submit_sweep(quick_job(data), grid=["rank=2,4"])  # the default objective: accuracy
+    supervisors()
+    detail = wait_for(lambda: (d := bench.get_sweep(sweep_id))["status"] != "running" and d, 240, "the sweep")
+    assert detail["objective"] == "score" and [t["status"] for t in detail["trials"]] == ["succeeded"] * 2
+    best = max(detail["trials"], key=lambda t: t["score"])
+    assert detail["best_job_id"] == best["job_id"] and all(t["accuracy"] is None for t in detail["trials"])

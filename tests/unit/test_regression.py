@@ -145,3 +145,20 @@ def test_a_regression_run_reports_predicts_and_reloads(tmp_path: Path, capsys: A
     written = pd.read_csv(out)
     assert list(written.columns) == ["text", "score"]
     assert written["score"].to_numpy() == pytest.approx(reloaded[:, 0], abs=1e-5)
+
+
+def test_the_data_tab_sees_scores_as_a_range_and_labels_as_classes(tmp_path: Path) -> None:
+    from backend.data.stats import dataset_stats
+
+    scores = dataset_stats(write(tmp_path / "scores.csv", score_rows(120, 8)))
+    assert (scores["task"], scores["task_label"]) == ("regression", "Regression")
+    assert scores["label_text"].startswith("a number per row (regression): ")
+    assert len(scores["label_counts"]) == 10 and sum(scores["label_counts"].values()) == 120
+    labels = dataset_stats(
+        write(tmp_path / "labels.csv", [(f"t {i}", "ab"[i % 2]) for i in range(20)], ("text", "label"))
+    )
+    assert (labels["task"], labels["label_text"], labels["label_counts"]) == (
+        "classification",
+        "2 labels",
+        {"a": 10, "b": 10},
+    )

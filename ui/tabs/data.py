@@ -53,7 +53,8 @@ def disk_line(usage: dict[str, int]) -> str:
 
 def _stats_line(preview: dict[str, Any]) -> str:
     tokens, chars = preview.get("token_length") or {}, preview.get("char_length") or {}
-    parts = [f"**{preview['rows']} rows**", f"{len(preview.get('label_counts') or {})} labels"]
+    labels = preview.get("label_text") or f"{len(preview.get('label_counts') or {})} labels"
+    parts = [f"**{preview['rows']} rows**", labels]
     if preview.get("invalid_rows"):
         parts.append(f"{preview['invalid_rows']} rows with a missing cell (dropped for training)")
     if tokens:

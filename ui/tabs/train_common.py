@@ -28,6 +28,7 @@ class Common:
     precision: gr.Radio
     group_by_length: gr.Checkbox
     gradient_checkpointing: gr.Radio
+    task: gr.Radio  # what the model outputs: auto (from the label column) or a task named
     facts: gr.Markdown  # the chosen model's size, kind and memory (ui.tabs.train_facts); no setting
 
     def components(self) -> list[Any]:
@@ -43,10 +44,11 @@ class Common:
             self.precision,
             self.group_by_length,
             self.gradient_checkpointing,
+            self.task,
         ]
 
 
-COMMON_SETTINGS = 11  # len(Common.components()): handlers get these values before the method's
+COMMON_SETTINGS = 12  # len(Common.components()): handlers get these values before the method's
 
 
 def epochs_value(auto: bool, epochs: float | None) -> int | str:
@@ -61,9 +63,20 @@ def lr_value(auto: bool, lr: float | None) -> float | str:
 def run_settings(values: tuple[Any, ...] | list[Any]) -> dict[str, Any]:
     """The common settings' values (the first ``COMMON_SETTINGS`` of a handler's inputs) as
     the keyword arguments of ``/launch`` and ``/launch_sweep``."""
-    model, epochs_auto, epochs, lr_auto, lr, batch, max_length, quant, precision, grouped, checkpointing = (
-        values[:COMMON_SETTINGS]
-    )
+    (
+        model,
+        epochs_auto,
+        epochs,
+        lr_auto,
+        lr,
+        batch,
+        max_length,
+        quant,
+        precision,
+        grouped,
+        checkpointing,
+        task,
+    ) = values[:COMMON_SETTINGS]
     return {
         "model": model,
         "epochs": epochs_value(epochs_auto, epochs),
@@ -74,6 +87,7 @@ def run_settings(values: tuple[Any, ...] | list[Any]) -> dict[str, Any]:
         "precision": precision,
         "group_by_length": bool(grouped),
         "gradient_checkpointing": checkpointing,
+        "task": task,
     }
 
 
@@ -124,7 +138,8 @@ def common_settings(endpoints: Endpoints, method: dict[str, Any]) -> Common:
         precision = control_for(setting["precision"], info=f"{here} {setting['precision']['help']}")
         grouped = control_for(setting["group_by_length"])
         checkpointing = control_for(setting["gradient_checkpointing"])
+    task = control_for(setting["task"], elem_id="train-task")
     return Common(
         model, epochs_auto, epochs, lr_auto, lr, batch, max_length, quant, precision, grouped, checkpointing,
-        facts,
+        task, facts,
     )  # fmt: skip

@@ -44,6 +44,7 @@ def filled_values(endpoints: Endpoints, forms: MethodForms, job_id: int) -> tupl
         config.get("precision", gr.skip()),
         config.get("group_by_length", gr.skip()),
         config.get("gradient_checkpointing", gr.skip()),
+        config.get("task", gr.skip()),
     ]
     own = config.get("method_config") or {}
     controls = [
