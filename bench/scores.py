@@ -94,7 +94,7 @@ def method_row(method: str, cells: list[dict[str, Any]]) -> str:
     per_epoch = statistics.mean(c["seconds_per_epoch"] for c in cells)
     commits = ", ".join(sorted({c["commit"] for c in cells}))
     errors = " | ".join(fmt([c[k] for c in cells]) for k in ("pearson", "rmse", "mae"))
-    cells_text = [f"{method}{flag}", spearman, errors, rates, epochs, f"{per_epoch:.1f}", str(len(cells))]
+    cells_text = [f"{method}{flag}", spearman, errors, rates, epochs, f"{per_epoch:.2f}", str(len(cells))]
     cells_text.append(commits)
     return "| " + " | ".join(cells_text) + " |"
 
