@@ -48,6 +48,18 @@ class AnalysisApi(WorkbenchState):
         """A succeeded run's own evaluation predictions (a DataFrame; error analysis's file)."""
         return self._predictions(job_id)
 
+    def prediction_scatter(self, job_id: int) -> str:
+        """A succeeded run's evaluation rows as an SVG of predicted against true, for a task
+        whose prediction is a number (regression); "" for one whose prediction is a label."""
+        from pandas.api.types import is_numeric_dtype
+
+        from service.svg_charts import truth_scatter_svg
+
+        frame = self._predictions(int(job_id))
+        if not (is_numeric_dtype(frame["predicted"]) and is_numeric_dtype(frame["true"])):
+            return ""
+        return truth_scatter_svg(frame["true"].tolist(), frame["predicted"].tolist())
+
     def significance(self, job_ids: list[int]) -> dict[str, Any]:
         """Runs on the same evaluation rows, each with its score's interval, and every other run
         against the best: better, within noise or worse (``backend.significance.compare_runs``).
@@ -110,6 +122,13 @@ class AnalysisApi(WorkbenchState):
         if sort not in SORTS:
             raise ConfigError(f"sort must be one of {', '.join(SORTS)}, not {sort!r}")
         frame = self._predictions(job_id, dataset_id)
+        if "error" in frame:  # a prediction that is a number (regression): residuals
+            if wrong_only:  # off by more than the run's RMSE
+                frame = frame[frame["error"].abs() > np.sqrt(np.mean(frame["error"] ** 2))]
+            if sort != "row":  # the largest errors first (confidence_asc: the smallest)
+                frame = frame.iloc[np.argsort(-frame["error"].abs().to_numpy(), kind="stable")]
+                frame = frame.iloc[::-1] if sort == "confidence_asc" else frame
+            return frame
         if wrong_only:
             frame = frame[~frame["correct"]]
         if true_label:
@@ -136,9 +155,10 @@ class AnalysisApi(WorkbenchState):
         total = len(self._predictions(job_id, dataset_id))
         frame = self._filtered(job_id, wrong_only, true_label, predicted_label, sort, dataset_id)
         shown = frame.head(max(0, min(int(limit), MAX_ROWS)))
-        columns = ["row", "text", "pair", "true", "predicted", "confidence", "correct"]
-        rows = [{k: _plain(r[k]) for k in columns} for r in shown.to_dict("records")]
-        return {"job_id": job_id, "total": total, "matching": len(frame), "rows": rows}
+        columns = ["row", "text", "pair", "true", "predicted", "confidence", "correct", "error"]
+        rows = [{k: _plain(r.get(k)) for k in columns} for r in shown.to_dict("records")]
+        kind = "score" if "error" in frame else "label"  # score: residuals, no confidence
+        return {"job_id": job_id, "kind": kind, "total": total, "matching": len(frame), "rows": rows}
 
     def predictions_csv(self, job_id: int, **filters: Any) -> Path:
         """The filtered examples as a CSV (cells a spreadsheet would run are quoted)."""
@@ -179,6 +199,8 @@ class AnalysisApi(WorkbenchState):
         from backend.artifacts.predictions import calibration
 
         frame = self._predictions(job_id, dataset_id)
+        if "confidence" not in frame:
+            raise ConfigError(f"job {job_id} predicts a number, not a class: no confidence to calibrate")
         return {"job_id": job_id, **calibration(frame["confidence"].to_numpy(), frame["correct"].to_numpy())}
 
 

@@ -166,6 +166,34 @@ def _bar(point: dict[str, Any], objective: str) -> list[float] | None:
     return None
 
 
+def truth_scatter_svg(true: Sequence[float], predicted: Sequence[float]) -> str:
+    """A regression run's evaluation rows: the true score (x) against the prediction (y), on one
+    scale, with the dashed line of a perfect prediction (y = x)."""
+    if not len(true):
+        return "<p>No evaluation rows to plot.</p>"
+    both = [*map(float, true), *map(float, predicted)]
+    fx, xs = _scale(both, False, LEFT, WIDTH - RIGHT)
+    fy, ys = _scale(both, False, HEIGHT - BOTTOM, TOP)
+    title = "predicted against true score"
+    parts = _axes(fx, xs, False, "true score", fy, ys, "predicted score", title, "wb-scatter")
+    lo, hi = xs
+    parts.append(
+        f'<line class="wb-identity" x1="{fx(lo):.1f}" y1="{fy(lo):.1f}" x2="{fx(hi):.1f}" y2="{fy(hi):.1f}" '
+        f'stroke="{COLORS["other"]}" stroke-dasharray="4 3"/>'
+    )
+    parts += [
+        f'<circle class="wb-row" cx="{fx(float(t)):.1f}" cy="{fy(float(p)):.1f}" r="2.5" '
+        f'fill="{COLORS["front"]}" fill-opacity="0.55"/>'
+        for t, p in zip(true, predicted, strict=True)
+    ]
+    parts.append("</svg>")
+    caption = (
+        '<div class="wb-caption">Each evaluation row: its true score (x) against the prediction (y); '
+        "dashed: a perfect prediction. Points above it were predicted too high.</div>"
+    )
+    return "".join(parts) + caption
+
+
 def bars_svg(bars: list[tuple[str, float | None]], *, reference: float | None = None, title: str) -> str:
     """Horizontal bars of scores in [0, 1], one per (label, value), with an optional dashed
     reference line (e.g. the majority-class accuracy a run has to beat)."""

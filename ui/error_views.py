@@ -84,12 +84,29 @@ def reliability_svg(calibration: dict[str, Any]) -> str:
 def examples_table(result: dict[str, Any]) -> str:
     """The examples of ``/predictions``: row, text (and pair), true, predicted, confidence."""
     has_pair = any(r.get("pair") for r in result["rows"])
-    rows = [
-        [r["row"], r["text"], *([r["pair"]] if has_pair else []), r["true"], r["predicted"],
-         f"{r['confidence']:.3f}", "✓" if r["correct"] else "✗"]
-        for r in result["rows"]
-    ]  # fmt: skip
-    columns = ["Row", "Text", *(["Second text"] if has_pair else []), "True", "Predicted", "Confidence", ""]
+    first = ["Row", "Text", *(["Second text"] if has_pair else []), "True", "Predicted"]
+    if result.get("kind") == "score":  # a number predicted: the residual instead of a confidence
+        rows = [
+            [r["row"], r["text"], *([r["pair"]] if has_pair else []), f"{r['true']:.3g}",
+             f"{r['predicted']:.3f}", f"{r['error']:+.3f}"]
+            for r in result["rows"]
+        ]  # fmt: skip
+        columns = [*first, "Error"]
+    else:
+        rows = [
+            [r["row"], r["text"], *([r["pair"]] if has_pair else []), r["true"], r["predicted"],
+             f"{r['confidence']:.3f}", "✓" if r["correct"] else "✗"]
+            for r in result["rows"]
+        ]  # fmt: skip
+        columns = [
+            "Row",
+            "Text",
+            *(["Second text"] if has_pair else []),
+            "True",
+            "Predicted",
+            "Confidence",
+            "",
+        ]
     shown = len(rows)
     caption = f"{result['matching']:,} of {result['total']:,} examples match"
     if shown < result["matching"]:

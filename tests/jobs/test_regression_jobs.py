@@ -52,6 +52,17 @@ def test_regression_jobs_report_their_task_and_pair_by_spearman(
         bench.significance([jobs[0], jobs[2]])
     shown = bench.compare(jobs)
     assert shown["significance"] is None and "different tasks" in shown["significance_note"]
+    residuals = bench.predictions(jobs[0])  # error analysis: the largest errors first
+    sizes = [abs(r["error"]) for r in residuals["rows"]]
+    assert residuals["kind"] == "score" and residuals["total"] == 50 and sizes == sorted(sizes, reverse=True)
+    off = bench.predictions(jobs[0], wrong_only=True)  # off by more than the run's RMSE
+    rmse = lora["metrics"]["rmse"]
+    assert 0 < off["matching"] < 50 and all(abs(r["error"]) > rmse - 1e-6 for r in off["rows"])
+    with pytest.raises(ConfigError, match="no confidence to calibrate"):
+        bench.calibration(jobs[0])
+    assert bench.predictions(jobs[2])["kind"] == "label"
+    scatter = bench.prediction_scatter(jobs[0])  # the run page's predicted against true
+    assert scatter.count('class="wb-row"') == 50 and bench.prediction_scatter(jobs[2]) == ""
     (scored, labelled) = bench.predict([jobs[0], jobs[2]], ["great superb fine"])  # Try it
     (number,), (label,) = scored["predictions"], labelled["predictions"]
     assert number["probability"] is None and number["label"] == f"{number['score']:.4g}"

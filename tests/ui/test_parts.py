@@ -719,3 +719,29 @@ def test_a_curve_that_moves_every_tick_is_held_back_but_never_lost() -> None:
     assert sent == [gr.skip(), "curve 2"] and sent_at == {"1": 110.5}  # not lost: sent once due
     sent, _, _ = unchanged_skipped(("step 3", "curve 3"), prints, None, sent_at, now=111.0)
     assert sent == ["step 3", "curve 3"]  # nothing held (a finished job): at once
+
+
+def test_the_runs_page_holds_back_the_loss_curve_and_the_log_by_their_place() -> None:
+    """HELD names places in ``_Handlers.tick``'s values: a plot added before the log moves it."""
+    from ui.tabs.runs import DETAILS, HELD, nothing_selected
+
+    assert len(nothing_selected("hint")) == len(DETAILS) + 3 + 1  # + the action buttons + the state
+    assert sorted(DETAILS[i] for i in HELD) == ["log", "loss"]
+
+
+def test_a_score_run_gets_a_scatter_of_predicted_against_true() -> None:
+    import xml.etree.ElementTree as ET
+
+    from service.svg_charts import truth_scatter_svg
+
+    page = truth_scatter_svg([0.0, 2.5, 5.0], [0.5, 2.5, 4.0])
+    svg = ET.fromstring(page[: page.index("</svg>") + len("</svg>")])
+    rows = [c for c in svg.iter("{http://www.w3.org/2000/svg}circle") if c.get("class") == "wb-row"]
+    (identity,) = [x for x in svg.iter("{http://www.w3.org/2000/svg}line") if x.get("class") == "wb-identity"]
+    assert len(rows) == 3
+    # the first row (true 0, predicted 0.5) lies above the y = x line: a smaller y in pixels
+    x0, y0 = float(rows[0].get("cx")), float(rows[0].get("cy"))
+    x1, y1, x2, y2 = (float(identity.get(k)) for k in ("x1", "y1", "x2", "y2"))
+    on_line = y1 + (x0 - x1) * (y2 - y1) / (x2 - x1)
+    assert y0 < on_line
+    assert "No evaluation rows" in truth_scatter_svg([], [])

@@ -73,6 +73,8 @@ class _Handlers:
         where = {"sort": sort or "confidence_desc", "dataset_id": source or None}
         try:
             result = self.endpoints.predictions(int(job_id), **filters, **where)
+            if result.get("kind") == "score":
+                return self._residuals(int(job_id), result, filters, where)
             calibration = self.endpoints.calibration(int(job_id), source or None)
             labels, matrix, accuracy = self._confusion(int(job_id), source)
             csv = self.endpoints.predictions_csv(int(job_id), **filters, **where)
@@ -87,6 +89,25 @@ class _Handlers:
             summary,
             confusion_html(labels, matrix, selected),
             reliability_svg(calibration),
+            examples_table(result),
+            gr.DownloadButton(value=csv.path, interactive=True),
+        )
+
+    def _residuals(
+        self, job_id: int, result: dict[str, Any], filters: dict[str, Any], where: dict[str, Any]
+    ) -> tuple[str, str, str, str, Any]:
+        """A run whose prediction is a number: its score, predicted against true, and the rows
+        with the largest errors first ("wrong only": those off by more than its RMSE)."""
+        job = self.endpoints.job(job_id, 0)
+        metrics = job.get("metrics") or {}
+        shown = [f"{k} {metrics[k]:.4f}" for k in job.get("headline") or () if metrics.get(k) is not None]
+        summary = f"**{result['total']:,} examples** · {' · '.join(shown)} · the largest errors first"
+        csv = self.endpoints.predictions_csv(job_id, **filters, **where)
+        scatter = "" if where.get("dataset_id") else self.endpoints.api.prediction_scatter(job_id)
+        return (
+            summary,
+            scatter,
+            "",
             examples_table(result),
             gr.DownloadButton(value=csv.path, interactive=True),
         )

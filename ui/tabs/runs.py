@@ -32,7 +32,10 @@ element.addEventListener('click', (event) => {
 LOG_LINES = 60
 # Detail outputs (by their index in ``_Handlers.tick``'s values) sent at most every N seconds
 # while they change: the loss curve and the log move on every tick of a training job.
-HELD = {2: 10.0, 7: 10.0}
+# (the order of those values: the header, the error line, the plots of ``detail_plots``, the
+# log, then the action buttons)
+DETAILS = ("header", "error", "loss", "evals", "layers", "search", "search_line", "scatter", "log")
+HELD = {DETAILS.index("loss"): 10.0, DETAILS.index("log"): 10.0}
 EXTRA_SEEDS = 2  # "Repeat with 2 more seeds": with the run itself, three to pool
 
 
@@ -191,6 +194,7 @@ def nothing_selected(text: str) -> tuple[Any, ...]:
         *evaluation(None, sweep=False),
         *search_chart(None),
         "",
+        "",
         *actions(None),
         None,
     )
@@ -227,6 +231,19 @@ class _Handlers:
 
     def __init__(self, endpoints: Endpoints) -> None:
         self.endpoints = endpoints
+        self.scatters: dict[int, str] = {}  # job id -> its finished scatter (read once)
+
+    def scatter(self, job: dict[str, Any]) -> str:
+        """A succeeded run's predicted-against-true plot when its score is a number (not
+        accuracy): read from its stored predictions once, then kept."""
+        if job["status"] != "succeeded" or job.get("accuracy") is not None or job.get("score") is None:
+            return ""
+        if job["id"] not in self.scatters:
+            try:
+                self.scatters[job["id"]] = self.endpoints.api.prediction_scatter(job["id"])
+            except Exception as exc:  # noqa: BLE001 - a run from before predictions were kept
+                return problem(exc, "reading the predictions", toast=False)
+        return self.scatters[job["id"]]
 
     def tick(self, selected: int | None, last: dict[str, Any] | None) -> tuple[Any, ...]:
         """Refresh the table and, when a job is selected, its details.
@@ -260,6 +277,7 @@ class _Handlers:
             loss_plot(job["series"]),
             *evaluation(charts.epoch_curves(job["series"]), sweep=charts.is_sweep(job["series"])),
             *search_chart(job),
+            self.scatter(job),
             "\n".join(job["log"]),
             *actions(job["status"]),
         )

@@ -28,7 +28,8 @@ def evaluation_plot(title: str, label: str, x: str, x_title: str, **extra: Any) 
 
 def detail_plots() -> list[Any]:
     """The shown job's curves (loss; evaluation by epoch or, for a probe sweep, by layer), its
-    learning-rate search chart and the line under it: in the order ``_Handlers.tick`` fills them."""
+    learning-rate search chart and the line under it, and a score's scatter of predicted against
+    true: in the order ``_Handlers.tick`` fills them."""
     with gr.Row():
         # Zero-based y: the plot sizes its axis labels on the first draw only (new data does
         # not redraw), and from 0 the labels keep one width however the loss moves.
@@ -59,4 +60,6 @@ def detail_plots() -> list[Any]:
             visible=shown(False),
         )
         search_line = gr.Markdown(elem_id="run-lr-search-text")
-    return [loss, evals, layers, search, search_line]
+    # a run whose prediction is a number (regression): predicted against true, one point a row
+    scatter = gr.HTML(elem_id="run-scatter")
+    return [loss, evals, layers, search, search_line, scatter]
