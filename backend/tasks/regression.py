@@ -67,10 +67,10 @@ class Regression(Task):
         """Every score a number, else a DataError with the count and the rows."""
         bad = self.bad_rows(names)
         if bad:
-            shown = listing([rows[i] for i in bad])
+            where = ("row " if len(bad) == 1 else "rows ") + listing([rows[i] for i in bad])
             raise DataError(
                 f"{source}: column '{column}' holds {len(bad)} value(s) that are not numbers (e.g. "
-                f"'{names[bad[0]]}'; rows {shown}); regression needs a number in every row. Fix them, "
+                f"'{names[bad[0]]}'; {where}); regression needs a number in every row. Fix them, "
                 "or drop those rows (--drop-invalid)."
             )
         return []
