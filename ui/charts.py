@@ -90,18 +90,21 @@ def epoch_curves(series: dict[str, Any]) -> pd.DataFrame:
 
 
 def layer_accuracy(layers: list[dict[str, Any]]) -> tuple[pd.DataFrame, list[str], dict[str, Any] | None]:
-    """Accuracy per probed layer, the x order (embeddings first) and the best layer."""
+    """Accuracy (a regression run's: its score) per probed layer, the x order (embeddings first)
+    and the best layer."""
     frame = pd.DataFrame(columns=["layer", "accuracy", "macro_f1", "marker"])
     if not layers:
         return frame, [], None
     ordered = sorted(layers, key=lambda r: r["layer"])
-    best = max(ordered, key=lambda r: (r["accuracy"], r.get("macro_f1") or 0.0))
+    # a task without accuracy (regression): its score, the primary metric, on the same axis
+    value = {id(r): r["accuracy"] if "accuracy" in r else r.get("score") for r in ordered}
+    best = max(ordered, key=lambda r: (value[id(r)], r.get("macro_f1") or 0.0))
     width = len(str(ordered[-1]["layer"]))
     names = [layer_name(r["layer"], width) for r in ordered]
     frame = pd.DataFrame(
         {
             "layer": names,
-            "accuracy": [r["accuracy"] for r in ordered],
+            "accuracy": [value[id(r)] for r in ordered],
             "macro_f1": [r.get("macro_f1") for r in ordered],
             "marker": [BEST if r is best else OTHER for r in ordered],
         }

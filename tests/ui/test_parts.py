@@ -745,3 +745,14 @@ def test_a_score_run_gets_a_scatter_of_predicted_against_true() -> None:
     on_line = y1 + (x0 - x1) * (y2 - y1) / (x2 - x1)
     assert y0 < on_line
     assert "No evaluation rows" in truth_scatter_svg([], [])
+
+
+def test_a_regression_probe_sweep_draws_its_score_by_layer() -> None:
+    from ui import charts
+
+    layers = [
+        {"layer": i, "spearman": s, "score": s, "eval_loss": 1.0} for i, s in enumerate([0.2, 0.7, 0.5])
+    ]
+    frame, order, best = charts.layer_accuracy(layers)
+    assert frame["accuracy"].tolist() == [0.2, 0.7, 0.5] and best is not None and best["layer"] == 1
+    assert len(order) == 3

@@ -40,9 +40,10 @@ def show(endpoints: Endpoints, job_id: int | None) -> tuple[Any, str]:
             "This probe trained one layer only. Queue a probing run with "
             "**Probe every layer** ticked to see every layer."
         )
-    f1 = best.get("macro_f1")
+    f1, metric = best.get("macro_f1"), job.get("primary_metric") or "accuracy"
     text = (
-        f"Best layer: **{charts.layer_name(best['layer']).strip()}**: accuracy {best['accuracy']:.3f}"
+        f"Best layer: **{charts.layer_name(best['layer']).strip()}**: {metric} "
+        f"{best.get('accuracy', best.get('score')):.3f}"
         + (f", macro-F1 {f1:.3f}" if f1 is not None else "")
         + f" ({len(order)} layers probed, embeddings first)."
     )
