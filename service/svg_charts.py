@@ -256,20 +256,25 @@ def compare_scatter_svg(compare: Mapping[str, Any]) -> str:
     from backend.sweeps import pareto_flags
 
     computed = {r["run"]: r["score_ci"] for r in (compare.get("significance") or {}).get("runs", [])}
+    rows = compare.get("table", [])
+    # accuracy, or for runs of a task without it (regression) their score, the primary metric
+    objective = (
+        "accuracy" if all(r.get("accuracy") is not None or r.get("score") is None for r in rows) else "score"
+    )
     points = [
         {
             "job_id": row["id"],
             "name": row["name"],
-            "accuracy": row.get("accuracy"),
+            objective: row.get(objective),
             "trainable_params": row.get("trainable_params"),
             "score_ci": row.get("score_ci") or computed.get(f"job {row['id']}"),
         }
-        for row in compare.get("table", [])
+        for row in rows
     ]
-    flags = pareto_flags(points, {"accuracy": "max", "trainable_params": "min"})
+    flags = pareto_flags(points, {objective: "max", "trainable_params": "min"})
     for point, flag in zip(points, flags, strict=True):
         point["pareto_by"] = {"trainable_params": flag}
-    scored = [p for p in points if p["accuracy"] is not None]
-    best = max(scored, key=lambda p: (p["accuracy"], -(p["trainable_params"] or 0)), default=None)
+    scored = [p for p in points if p[objective] is not None]
+    best = max(scored, key=lambda p: (p[objective], -(p["trainable_params"] or 0)), default=None)
     best_id = best["job_id"] if best else None
-    return pareto_svg(points, "trainable_params", "accuracy", best_id, clickable=False)
+    return pareto_svg(points, "trainable_params", objective, best_id, clickable=False)

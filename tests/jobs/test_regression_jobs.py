@@ -12,6 +12,7 @@ import pytest
 from backend.errors import ConfigError
 from jobs.supervisor import Supervisor
 from service.api import Workbench
+from service.svg_charts import compare_scatter_svg
 from tests.conftest import sentiment_rows, write_csv
 from tests.jobs.conftest import quick_job, wait_for, wait_status
 from tests.unit.test_regression import score_rows, write
@@ -70,6 +71,8 @@ def test_regression_jobs_report_their_task_and_pair_by_spearman(
     other = bench.register_dataset(write(tmp_path / "other.csv", score_rows(40, 10)))
     evaluated = bench.evaluate(jobs[0], other["id"])  # another file of scores: its own metrics
     assert evaluated["rows"] == 40 and -1.0 <= evaluated["spearman"] <= 1.0 and evaluated["rmse"] > 0
+    chart = compare_scatter_svg(bench.compare(jobs[:2]))  # Compare's chart: the score by size
+    assert chart.count('class="wb-point') == 2 and "score against" in chart
     row = next(r for r in shown["table"] if r["id"] == jobs[0])
     assert (row["task"], row["score"]) == ("regression", pytest.approx(lora["score"]))
 
