@@ -39,6 +39,9 @@ def done() -> dict[tuple[str, int, int], dict[str, Any]]:
     return {(r["method"], r["seed"], r["rows"]): r for r in rows if r.get("method")}
 
 
+SWEEP = "probe all layers"  # the layer sweep: one probe per layer, each scored on dev
+
+
 def run_one(method: str, seed: int, rows: int, folder: Path) -> dict[str, Any]:
     import pandas as pd
 
@@ -49,12 +52,15 @@ def run_one(method: str, seed: int, rows: int, folder: Path) -> dict[str, Any]:
     if not train.exists():
         frame = pd.read_csv(SHARED / DATASET / "train.csv")
         frame.sample(n=min(rows, len(frame)), random_state=0).to_csv(train, index=False)
-    cfg = TrainConfig(data=str(train), eval_data=str(SHARED / DATASET / "dev.csv"), method=method, seed=seed)
+    sweep = {"method": "probe", "method_config": {"sweep_layers": True}} if method == SWEEP else {}
+    settings = {"method": method, **sweep}
+    cfg = TrainConfig(data=str(train), eval_data=str(SHARED / DATASET / "dev.csv"), seed=seed, **settings)
     started = time.perf_counter()
-    s = run_training(cfg, folder / f"{method}-{seed}")
+    s = run_training(cfg, folder / f"{method.replace(' ', '-')}-{seed}")
     return {
         "method": method, "seed": seed, "rows": rows, "task": s["task"], **{k: s.get(k) for k in KEEP},
         "baseline": s.get("baseline"), "flag": bool(s.get("learning_flag")),
+        "layers": s.get("layer_accuracy"),
         "wall_seconds": round(time.perf_counter() - started, 1), "commit": COMMIT,
     }  # fmt: skip
 
@@ -91,7 +97,7 @@ def method_row(method: str, cells: list[dict[str, Any]]) -> str:
     flag = " ⚠" if any(c["flag"] for c in cells) else ""
     rates = ", ".join(format(c["lr"], "g") for c in cells)
     epochs = ", ".join(f"{c['epochs_run']}/{c['epochs']}" for c in cells)
-    per_epoch = statistics.mean(c["seconds_per_epoch"] for c in cells)
+    per_epoch = cells[0]["seconds_per_epoch"]  # seed 0's: nothing else ran beside it
     commits = ", ".join(sorted({c["commit"] for c in cells}))
     errors = " | ".join(fmt([c[k] for c in cells]) for k in ("pearson", "rmse", "mae"))
     cells_text = [f"{method}{flag}", spearman, errors, rates, epochs, f"{per_epoch:.2f}", str(len(cells))]
@@ -111,14 +117,15 @@ def report() -> str:
         "max length 128, batch 32. Spearman is primary; its 95% interval is the bootstrap over the "
         'dev rows. ⚠ = the run\'s "did not learn" flag (at or below the baseline).',
         "",
-        "| method | Spearman [95% CI] | Pearson | RMSE | MAE | lr | epochs run / planned | s/epoch "
+        "| method | Spearman [95% CI] | Pearson | RMSE | MAE | lr | epochs run / planned | s/epoch (seed 0) "
         "| seeds | code |",
         "|---|---:|---:|---:|---:|---|---:|---:|---:|---|",
     ]
-    for method in METHODS:
+    for method in [*METHODS, SWEEP]:
         cells = [r for (m, _, _), r in sorted(runs.items()) if m == method]
         if cells:
             lines.append(method_row(method, cells))
+    sweeps = [r for (m, _, _), r in sorted(runs.items()) if m == SWEEP and r.get("layers")]
     baseline = next((r["baseline"] for r in runs.values() if r.get("baseline")), None)
     if baseline:
         lines.append(
@@ -130,6 +137,17 @@ def report() -> str:
             "| *reference: zero-shot cosine of the base encoder (no training)* | "
             f"{reference['spearman']:.3f} | {reference['pearson']:.3f} | | | | | | | |"
         )
+    for run in sweeps:  # what each layer holds for this sentence-pair task
+        layers = sorted(run["layers"], key=lambda r: r["layer"])
+        lines += [
+            "",
+            f"Layer sweep (`probe`, `--layer all`, seed {run['seed']}): a linear probe on each layer's "
+            "mean-pooled features of the pair, Spearman on dev (layer 0 = the embeddings).",
+            "",
+            "| layer | " + " | ".join(str(r["layer"]) for r in layers) + " |",
+            "|---|" + "---:|" * len(layers),
+            "| Spearman | " + " | ".join(f"{r['spearman']:.3f}" for r in layers) + " |",
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -153,7 +171,7 @@ def main() -> int:
                 fh.write(json.dumps(zero_shot()) + "\n")
         have = done()
         for seed in map(int, args.seeds.split(",")):
-            for method in args.only.split(",") if args.only else METHODS:
+            for method in args.only.split(",") if args.only else [*METHODS, SWEEP]:
                 if (method, seed, args.rows) in have:
                     continue
                 print(f"{method} seed {seed} ...", flush=True)
