@@ -51,12 +51,10 @@ class AnalysisApi(WorkbenchState):
     def prediction_scatter(self, job_id: int) -> str:
         """A succeeded run's evaluation rows as an SVG of predicted against true, for a task
         whose prediction is a number (regression); "" for one whose prediction is a label."""
-        from pandas.api.types import is_numeric_dtype
-
         from service.svg_charts import truth_scatter_svg
 
         frame = self._predictions(int(job_id))
-        if not (is_numeric_dtype(frame["predicted"]) and is_numeric_dtype(frame["true"])):
+        if "error" not in frame:  # as for the residuals: a number's predictions carry their error
             return ""
         return truth_scatter_svg(frame["true"].tolist(), frame["predicted"].tolist())
 

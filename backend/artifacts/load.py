@@ -139,11 +139,6 @@ class Predictor:
             probs[chunk] = self.task.outputs(logits).cpu()
         return probs.numpy()
 
-    def predict(self, texts: list[str], pairs: list[str] | None = None) -> list[tuple[str, float]]:
-        """(label, probability) per text: a classifier's (``predict_columns`` serves any task)."""
-        probs = self.predict_proba(texts, pairs)
-        return [(self.label_names[int(p.argmax())], float(p.max())) for p in probs]
-
     def predict_items(self, texts: list[str], pairs: list[str] | None = None) -> list[dict[str, Any]]:
         """Each text's ``label``, ``probability`` (a class's) and ``score`` (a number's)."""
         return self.task.prediction_items(self.predict_proba(texts, pairs), self.label_names)

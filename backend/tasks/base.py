@@ -107,14 +107,10 @@ class Task(ABC):
     def prediction_columns(self, outputs: np.ndarray, label_names: list[str]) -> dict[str, list[Any]]:
         """``predict``'s output columns (``predicted_label`` and ``probability``; ``score``)."""
 
+    @abstractmethod
     def prediction_items(self, outputs: np.ndarray, label_names: list[str]) -> list[dict[str, Any]]:
         """Try it's answer per text: ``label`` (what to show), ``probability`` (a class's; else
         None) and ``score`` (a number's; else None)."""
-        columns = self.prediction_columns(outputs, label_names)
-        if "score" in columns:
-            return [{"label": f"{v:.4g}", "probability": None, "score": v} for v in columns["score"]]
-        pairs = zip(columns["predicted_label"], columns["probability"], strict=True)
-        return [{"label": label, "probability": p, "score": None} for label, p in pairs]
 
     @abstractmethod
     def frame_columns(

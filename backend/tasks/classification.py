@@ -125,6 +125,11 @@ class Classification(Task):
             "probability": [round(float(p), 6) for p in outputs.max(-1)],
         }
 
+    def prediction_items(self, outputs: np.ndarray, label_names: list[str]) -> list[dict[str, Any]]:
+        columns = self.prediction_columns(outputs, label_names)
+        pairs = zip(columns["predicted_label"], columns["probability"], strict=True)
+        return [{"label": label, "probability": p, "score": None} for label, p in pairs]
+
     def frame_columns(
         self, targets: list[Any], outputs: np.ndarray, label_names: list[str]
     ) -> dict[str, Any]:

@@ -163,6 +163,10 @@ class Regression(Task):
     def prediction_columns(self, outputs: np.ndarray, label_names: list[str]) -> dict[str, list[Any]]:
         return {"score": [round(v, 6) for v in self.predictions(outputs, label_names)]}
 
+    def prediction_items(self, outputs: np.ndarray, label_names: list[str]) -> list[dict[str, Any]]:
+        values = self.predictions(outputs, label_names)
+        return [{"label": f"{v:.4g}", "probability": None, "score": v} for v in values]
+
     def frame_columns(
         self, targets: list[Any], outputs: np.ndarray, label_names: list[str]
     ) -> dict[str, Any]:
@@ -179,13 +183,11 @@ class Regression(Task):
         return [str(float(v)) for v in targets]
 
     def intervals(self, true: np.ndarray, outputs: np.ndarray, label_names: list[str]) -> dict[str, Any]:
-        from scipy import stats
-
         from backend.significance import score_interval
 
         true, predicted = np.asarray(true, dtype=float), np.asarray(outputs, dtype=float).reshape(-1)
         return {
-            "score": _correlation(stats.spearmanr, true, predicted),
+            "score": self.score(true, predicted),
             "score_ci": list(score_interval(true, predicted, spearman)),
         }
 

@@ -10,10 +10,9 @@ import torch
 
 from backend.tasks import registry as tasks
 from backend.tasks.base import Task
-from backend.tasks.classification import classification_metrics
 from backend.training.runtime import autocast
 
-__all__ = ["classification_metrics", "evaluate", "majority_baseline", "metrics_from_probs", "predict_probs"]
+__all__ = ["evaluate", "metrics_from_probs", "predict_probs"]
 
 if TYPE_CHECKING:
     from backend.data.batching import Encoded
@@ -73,13 +72,3 @@ def metrics_from_probs(
 ) -> dict[str, Any]:
     """The task's metrics of its outputs, with ``score`` (the primary one) and ``eval_loss``."""
     return (task or tasks.get(None)).metrics(labels, probs, label_names)
-
-
-def row_losses(labels: np.ndarray, probs: np.ndarray, task: Task | None = None) -> np.ndarray:
-    """Each row's loss (the learning-rate search compares candidates row by row)."""
-    return (task or tasks.get(None)).row_losses(labels, probs)
-
-
-def majority_baseline(train_labels: list[int], eval_labels: list[int], num_labels: int) -> dict[str, Any]:
-    """What always answering the training data's most frequent class scores on the eval set."""
-    return tasks.get(None).baseline(train_labels, eval_labels, [str(i) for i in range(num_labels)])
