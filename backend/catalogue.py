@@ -238,11 +238,13 @@ def load_classifier(
     pad_token_id: int | None = None,
     attention: str | None = None,
     head: dict[str, Any] | None = None,
+    auto_class: str = "AutoModelForSequenceClassification",
 ) -> Any:
-    """``AutoModelForSequenceClassification`` with the label map (and quantized base);
-    ``attention`` names transformers' attention implementation (None: its default); ``head``
-    replaces the label map's arguments (a task's: one output and ``problem_type`` for a score)."""
-    from transformers import AutoModelForSequenceClassification
+    """``auto_class`` (the task's head: a label per text, a tag per token) with the label map
+    (and quantized base); ``attention`` names transformers' attention implementation (None: its
+    default); ``head`` replaces the label map's arguments (a task's: one output and
+    ``problem_type`` for a score)."""
+    import transformers
     from transformers.utils import logging as hf_logging
 
     qcfg = quantization_config(quant, info)
@@ -260,7 +262,8 @@ def load_classifier(
     verbosity = hf_logging.get_verbosity()
     hf_logging.set_verbosity_error()  # "newly initialized head" is expected, not a warning
     try:
-        model = AutoModelForSequenceClassification.from_pretrained(source, trust_remote_code=False, **kwargs)
+        auto = getattr(transformers, auto_class)
+        model = auto.from_pretrained(source, trust_remote_code=False, **kwargs)
     finally:
         hf_logging.set_verbosity(verbosity)
     if copy is not None and source == info.path:  # quantized from fp32: keep it for next time

@@ -13,8 +13,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from backend.artifacts.predictions import write_predictions
 from backend.data.check import check_usable
 from backend.data.mapping import ColumnMapping, check_mapped_columns
@@ -74,7 +72,7 @@ def evaluate_on(
     if not len(split):
         raise ConfigError(f"{Path(path).name} has no usable rows to evaluate on")
     probs = predictor.predict_proba(split.texts, split.pairs)
-    metrics = metrics_from_probs(np.asarray(split.labels), probs, predictor.label_names, task)
+    metrics = metrics_from_probs(task.truth(split.labels), probs, predictor.label_names, task)
     out_file.parent.mkdir(parents=True, exist_ok=True)
     write_predictions(out_file, split, probs, predictor.label_names, task)
     return {**metrics, "rows": len(split), "label_names": predictor.label_names, "warnings": warnings}

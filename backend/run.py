@@ -76,11 +76,11 @@ def run_intervals(outputs: Any, data: PreparedData) -> dict[str, Any]:
     """The score's 95% interval (the task's own: ``Task.intervals``) and the digest of the
     evaluation rows it was measured on (what Compare pairs runs by)."""
     split, task = data.eval, data.task
-    true = np.asarray(split.labels)
+    true = task.truth(split.labels)
     pairs = split.pairs if split.pairs is not None else [None] * len(split.texts)
     names = task.target_names(split.labels, data.label_names)
     return {
-        "primary_metric": task.primary_metric,
+        "primary_metric": task.primary_of(data.label_names),
         **task.intervals(true, np.asarray(outputs), data.label_names),
         "eval_rows_digest": rows_digest(list(split.rows), list(split.texts), list(pairs), names),
     }

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
 
 from backend.catalogue import (
     DECODER_TYPES,
@@ -56,12 +55,18 @@ def _quant_kwargs(manifest: dict[str, Any]) -> dict[str, Any]:
     return quantized_load_kwargs(quantization_config(manifest["quant"], info))
 
 
+def _auto_class(manifest: dict[str, Any]) -> Any:
+    """The transformers class of the run's head (its task's)."""
+    import transformers
+
+    return getattr(transformers, tasks.get(manifest.get("task")).auto_class)
+
+
 def _base_classifier(manifest: dict[str, Any]) -> Any:
-    from transformers import AutoModelForSequenceClassification
     from transformers.utils import logging as hf_logging
 
     hf_logging.set_verbosity_error()
-    model = AutoModelForSequenceClassification.from_pretrained(
+    model = _auto_class(manifest).from_pretrained(
         locate_base(manifest),
         pad_token_id=manifest.get("pad_token_id"),
         **_labels(manifest),
@@ -94,9 +99,7 @@ def _load_model(artifact_dir: Path, manifest: dict[str, Any]) -> Any:
         model.load_adapter(str(artifact_dir), set_active=True, use_safetensors=True)
         return model
     if library == "transformers":
-        from transformers import AutoModelForSequenceClassification
-
-        return AutoModelForSequenceClassification.from_pretrained(str(artifact_dir))
+        return _auto_class(manifest).from_pretrained(str(artifact_dir))
     if library == "own":
         return load_probe(Path(artifact_dir), manifest, _quant_kwargs(manifest))
     raise ConfigError(f"unknown artifact library '{library}' in {artifact_dir}")
@@ -118,26 +121,21 @@ class Predictor:
         self.model.eval()
         self.device = next(self.model.parameters()).device
 
-    @torch.no_grad()
     def predict_proba(
         self, texts: list[str], pairs: list[str] | None = None, batch_size: int = 64
     ) -> np.ndarray:
-        """The task's outputs (class probabilities, scores) in the order of ``texts``; rows are
-        batched by length (least padding)."""
+        """The task's outputs (class probabilities, scores, per-word tag probabilities) in the
+        order of ``texts``, encoded and batched as training did (by length: least padding).
+        A token task's texts are its words, one space apart (``Task.words`` makes them)."""
+        from backend.data.batching import Encoded
+        from backend.data.prepare import Split
+        from backend.training.metrics import predict_probs
+
         if not texts:
             return np.zeros((0, self.width))
-        args = [texts, pairs] if pairs is not None else [texts]
-        enc = self.tokenizer(*args, truncation=True, max_length=self.manifest["max_length"])
-        rows = [{k: enc[k][i] for k in enc} for i in range(len(texts))]
-        order = sorted(range(len(rows)), key=lambda i: len(rows[i]["input_ids"]))
-        probs = torch.empty((len(rows), self.width))
-        for start in range(0, len(order), batch_size):
-            chunk = order[start : start + batch_size]
-            batch = self.tokenizer.pad([rows[i] for i in chunk], return_tensors="pt").to(self.device)
-            logits = self.model(**batch)
-            logits = getattr(logits, "logits", logits)
-            probs[chunk] = self.task.outputs(logits).cpu()
-        return probs.numpy()
+        split = Split(list(texts), pairs, self.task.blank_targets(texts), list(range(1, len(texts) + 1)))
+        enc = Encoded(self.tokenizer, split, self.manifest["max_length"], self.task)
+        return predict_probs(self.model, enc, self.device, batch_size=batch_size, task=self.task)
 
     def predict_items(self, texts: list[str], pairs: list[str] | None = None) -> list[dict[str, Any]]:
         """Each text's ``label``, ``probability`` (a class's) and ``score`` (a number's)."""

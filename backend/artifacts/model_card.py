@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from backend.methods import registry as methods
 from backend.offline_models import weights_note as offline_weights_note
 from backend.tasks import registry as tasks
 from backend.training.autotune import describe_search
@@ -44,6 +45,7 @@ def model(**enc):
     last = (torch.arange(m.shape[1]) * enc["attention_mask"]).argmax(1)  # rightmost real token
     token = h[torch.arange(len(h)), last] if cfg["last_token"] else h[:, 0]  # decoders: no [CLS]
     x = (h * m).sum(1) / m.sum(1) if cfg["pooling"] == "mean" else token
+    x = h if cfg.get("per_token") else x  # a tag per token: every position, unpooled
     if cfg["head"] == "linear":
         return x @ state["net.weight"].T + state["net.bias"]
     x = torch.nn.functional.gelu(x @ state["net.0.weight"].T + state["net.0.bias"])
@@ -109,27 +111,32 @@ def autotune_lines(summary: dict[str, Any]) -> str:
 
 
 def metric_value(summary: dict[str, Any], key: str) -> str:
-    """A metric with its 95% bootstrap interval over the evaluation rows, where the run has one
-    (``backend.run.run_intervals``: the score's, and macro-F1's for classification)."""
+    """A metric with its 95% bootstrap interval over the evaluation rows (sentences, for a tag per
+    word), where the run has one (``backend.run.run_intervals``: the score's, and macro-F1's for
+    classification)."""
     primary = summary.get("primary_metric", "accuracy")
     intervals = {"score": "score_ci", primary: "score_ci", "macro_f1": "macro_f1_ci"}
     interval = summary.get(intervals.get(key, ""))
     if not interval:
         return str(summary[key])
-    return f"{summary[key]} (95% interval {interval[0]:.4f} to {interval[1]:.4f}, bootstrap over the rows)"
+    unit = "sentences" if tasks.get(summary.get("task")).sequences else "rows"
+    return f"{summary[key]} (95% interval {interval[0]:.4f} to {interval[1]:.4f}, bootstrap over the {unit})"
 
 
 def render_model_card(manifest: dict[str, Any], cfg: TrainConfig, summary: dict[str, Any]) -> str:
     """Markdown: base model, method, hyperparameters, metrics, and a load-and-predict snippet."""
     lib, task = manifest["library"], tasks.get(manifest.get("task"))
-    snippet = _LOAD_SNIPPETS[lib].format(
-        base=manifest["base_model"], n=len(manifest["label_names"]), pad=manifest["pad_token_id"]
+    snippet = (
+        _LOAD_SNIPPETS[lib]
+        .format(base=manifest["base_model"], n=len(manifest["label_names"]), pad=manifest["pad_token_id"])
+        .replace("AutoModelForSequenceClassification", task.auto_class)
     )
+    prompts_in_input = methods.get(manifest["method"]).feeds_embeddings
     predict = (
         '\nenc = tok(["an example text"], return_tensors="pt", truncation=True, '
         f"max_length={cfg.max_length})\n"
         "with torch.no_grad():\n"
-        "    out = model(**enc)\n" + task.card_output
+        "    out = model(**enc)\n" + task.card_predict(lib, prompts_in_input)
     )
     where = where_base(manifest)
     knobs = "\n".join(f"| {k} | {v} |" for k, v in cfg.method_config.items()) or "| (defaults) | |"

@@ -16,7 +16,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from safetensors.torch import save_file
 
 from backend.artifacts.model_card import render_model_card
@@ -130,7 +129,8 @@ def write_common(
     check = {
         "texts": data.eval.texts[:n],
         "pairs": data.eval.pairs[:n] if data.eval.pairs is not None else None,
-        "probs": np.asarray(eval_probs[:n]).tolist(),
+        # per-word outputs as these rows alone give them (as wide as their longest sentence)
+        "probs": data.task.stack(list(eval_probs[:n]), data.eval.labels[:n]).tolist() if n else [],
     }
     (out_dir / "check_predictions.json").write_text(json.dumps(check))
     write_predictions(out_dir, data.eval, eval_probs, data.label_names, data.task)  # for error analysis

@@ -15,6 +15,10 @@ import numpy as np
 import torch
 
 from backend.data.prepare import Split
+from backend.tasks import registry as tasks
+from backend.tasks.base import Task
+
+IGNORE = -100  # a position without a label (transformers' ignore index)
 
 MEGA_BATCHES = 4  # batches per length-sorted mega-batch of a training epoch (see below)
 SEARCH_MEGA_BATCHES = 50  # ... of the learning-rate search: transformers' default
@@ -96,14 +100,18 @@ def pad_longest(
 
 
 class Encoded:
-    """A tokenized split: lists of token ids (unpadded) + labels."""
+    """A tokenized split: lists of token ids (unpadded) + labels, encoded by the split's task
+    (a per-token task's rows also carry a ``labels`` list: a tag per word's first sub-word)."""
 
-    def __init__(self, tokenizer: Any, split: Split, max_length: int) -> None:
-        args = (split.texts, split.pairs) if split.pairs is not None else (split.texts,)
-        enc = tokenizer(*args, truncation=True, max_length=max_length)
-        self.features = [{k: enc[k][i] for k in enc} for i in range(len(split.texts))]
+    def __init__(self, tokenizer: Any, split: Split, max_length: int, task: Task | None = None) -> None:
+        self.task = task or tasks.get(None)
+        self.features = self.task.encode(tokenizer, split.texts, split.pairs, split.labels, max_length)
         self.labels = list(split.labels)
         self.tokenizer = tokenizer
+
+    def truth(self) -> np.ndarray:
+        """The targets as the task's metrics take them."""
+        return self.task.truth(self.labels)
 
     def __len__(self) -> int:
         return len(self.labels)
@@ -114,6 +122,7 @@ class Encoded:
         part.features = [self.features[i] for i in indices]
         part.labels = [self.labels[i] for i in indices]
         part.tokenizer = self.tokenizer
+        part.task = self.task
         return part
 
     @property
@@ -128,6 +137,9 @@ class Encoded:
     def batch(self, indices: list[int], pad_to: int | None = None) -> dict[str, torch.Tensor]:
         """Collate rows ``indices``; ``pad_to`` forces a fixed length (benchmarks only)."""
         rows = [self.features[i] for i in indices]
+        per_token = [row["labels"] for row in rows] if rows and "labels" in rows[0] else None
+        if per_token is not None:
+            rows = [{k: v for k, v in row.items() if k != "labels"} for row in rows]
         values = pad_values(self.tokenizer, rows[0]) if rows and pad_to is None else None
         if values is not None:
             out = pad_longest(rows, values, self.tokenizer.padding_side == "left")
@@ -136,6 +148,14 @@ class Encoded:
             if pad_to is not None:
                 kwargs = {"padding": "max_length", "max_length": pad_to, "return_tensors": "pt"}
             out = dict(self.tokenizer.pad(rows, **kwargs))
+        if per_token is not None:  # padded like the ids, with the ignore index
+            values = {"labels": IGNORE}
+            width = out["input_ids"].shape[1]
+            left = self.tokenizer.padding_side == "left"
+            out["labels"] = pad_longest(
+                [{"input_ids": [0] * width, "labels": t} for t in per_token], values, left
+            )["labels"]
+            return out
         # class ids train as long (cross-entropy), scores as float (the regression head's MSE)
         kind = torch.float if self.labels and isinstance(self.labels[0], float) else torch.long
         out["labels"] = torch.tensor([self.labels[i] for i in indices], dtype=kind)

@@ -34,6 +34,8 @@ class UsableRows:
     numeric: bool  # every label a whole number: ids sort numerically
     missing: dict[str, list[int]] = field(default_factory=dict)  # problem -> rows
     dropped: int = 0
+    # token data: each text is its words joined by single spaces, each name its tags likewise
+    sequences: bool = False
 
 
 def usable_rows(df: pd.DataFrame, mapping: ColumnMapping, source_name: str) -> UsableRows:
@@ -53,11 +55,70 @@ def usable_rows(df: pd.DataFrame, mapping: ColumnMapping, source_name: str) -> U
         if not absent:
             keep.append(index)
     rows = [i + 1 for i in keep]
+    if holds_lists(df, mapping):
+        texts, names = sequence_rows(df, mapping, keep, source_name)
+        return UsableRows(texts, None, names, rows, False, missing, len(df) - len(keep), sequences=True)
     labels = df[mapping.label].tolist()
     names, numeric = normalize_labels([labels[i] for i in keep], rows, source_name, mapping.label)
     texts = _cells(df, mapping.text, keep)
     pairs = _cells(df, mapping.text_pair, keep) if mapping.text_pair else None
     return UsableRows(texts, pairs, names, rows, numeric, missing, len(df) - len(keep))
+
+
+def holds_lists(df: pd.DataFrame, mapping: ColumnMapping) -> bool:
+    """Token data: the text or the label column holds lists (words, tags) in some row."""
+    return any(_as_list(v) is not None for c in (mapping.text, mapping.label) for v in df[c].head(1000))
+
+
+def sequence_rows(
+    df: pd.DataFrame, mapping: ColumnMapping, keep: list[int], source: str
+) -> tuple[list[str], list[str]]:
+    """Each kept row's words and tags, checked and joined by single spaces (a word or tag
+    holds no whitespace, so the join is undone by ``split(" ")``)."""
+    word_cells, tag_cells = df[mapping.text].tolist(), df[mapping.label].tolist()
+    texts, names = [], []
+    for i in keep:
+        row = i + 1
+        words = _listed(word_cells[i], source, row, mapping.text, "words")
+        tags = _listed(tag_cells[i], source, row, mapping.label, "tags (one per word)")
+        if not words:
+            raise DataError(
+                f"{source}: row {row} is an empty sentence (no words in '{mapping.text}'); remove it."
+            )
+        if len(words) != len(tags):
+            raise DataError(
+                f"{source}: row {row} has {len(words)} words in '{mapping.text}' but {len(tags)} tags in "
+                f"'{mapping.label}'; every word needs exactly one tag."
+            )
+        for kind, items in (("word", words), ("tag", tags)):
+            bad = next((x for x in items if not x or any(c.isspace() for c in x)), None)
+            if bad is not None:
+                raise DataError(
+                    f"{source}: row {row}: the {kind} {bad!r} is empty or holds whitespace; a {kind} is one "
+                    "token without spaces (split it, or mark the gap with another character)."
+                )
+        texts.append(" ".join(words))
+        names.append(" ".join(tags))
+    return texts, names
+
+
+def _as_list(value: object) -> list[Any] | None:
+    if isinstance(value, (list, tuple)):
+        return list(value)
+    if isinstance(value, np.ndarray):  # Parquet's lists
+        return value.tolist()
+    return None
+
+
+def _listed(value: object, source: str, row: int, column: str, what: str) -> list[str]:
+    items = _as_list(value)
+    if items is None:
+        shown = str(value)[:40]
+        raise DataError(
+            f"{source}: row {row}: column '{column}' holds {type(value).__name__} {shown!r} where a list of "
+            f"{what} is expected (token data has a list of words and a list of tags per row)."
+        )
+    return [_label_text(x) if not isinstance(x, str) else x.strip() for x in items]
 
 
 def check_usable(

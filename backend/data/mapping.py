@@ -15,7 +15,7 @@ from backend.errors import DataError
 
 TEXT_NAMES = (
     "text", "sentence", "review", "content", "sms", "message", "tweet",
-    "document", "question", "text_a", "sentence1", "premise",
+    "document", "question", "text_a", "sentence1", "premise", "tokens", "words",
 )  # fmt: skip
 PAIR_NAMES = (
     ("text_a", "text_b"),
@@ -23,7 +23,10 @@ PAIR_NAMES = (
     ("premise", "hypothesis"),
 )
 # the last ones name a score (regression): a label column of that name is found as well
-LABEL_NAMES = ("label", "labels", "class", "category", "target", "sentiment", "y", "score", "rating")
+LABEL_NAMES = (
+    "label", "labels", "class", "category", "target", "sentiment", "y", "score", "rating",
+    "tags", "ner_tags", "pos_tags", "upos",  # token data: a tag per word
+)  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ a worker can all call it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -109,9 +109,10 @@ def prepare(
     warnings: list[str] = []
     chosen = (text_column, text_pair_column, label_column)
     spec, pool = _read_train(path, chosen, max_rows, drop_invalid, warnings)
-    kind = registry.resolve(task, pool.names, pool.numeric)
+    kind = registry.resolve(task, pool.names, pool.numeric, pool.sequences, path_name(path))
     column = spec.mapping.label
     pool = drop_unreadable(kind, pool, spec.name, column, drop_invalid, warnings)
+    pool = normalised(kind, pool, spec.name, warnings)
     splitting = eval_path is None
     label_names = kind.label_names(pool.names, pool.numeric, pool.rows, column, spec.name, splitting)
     train, eval_spec = _to_split(kind, pool, label_names), None
@@ -123,6 +124,10 @@ def prepare(
         )
     train = _limit_train(kind, train, max_train_samples, seed, warnings)
     return PreparedData(train, evaluation, label_names, warnings, spec, eval_spec, kind)
+
+
+def path_name(path: str | Path) -> str:
+    return Path(path).name
 
 
 def drop_unreadable(
@@ -143,7 +148,16 @@ def drop_unreadable(
     pairs = None if usable.pairs is None else [usable.pairs[i] for i in keep]
     names, rows = [usable.names[i] for i in keep], [usable.rows[i] for i in keep]
     texts = [usable.texts[i] for i in keep]
-    return UsableRows(texts, pairs, names, rows, usable.numeric, usable.missing, usable.dropped + len(bad))
+    return UsableRows(
+        texts, pairs, names, rows, usable.numeric, usable.missing, usable.dropped + len(bad), usable.sequences
+    )
+
+
+def normalised(task: Task, usable: UsableRows, source: str, warnings: list[str]) -> UsableRows:
+    """The labels as the task reads them (IOB1 tags as IOB2), with its notes in ``warnings``."""
+    names, notes = task.normalise(usable.names, source)
+    warnings.extend(notes)
+    return replace(usable, names=names)
 
 
 def _read_train(
@@ -156,6 +170,7 @@ def _read_train(
     """Read the training file once: its spec and usable rows under the resolved mapping."""
     name = Path(path).name
     df, sha256 = read_limited(path, max_rows)
+    warnings.extend(df.attrs.get("warnings", []))  # e.g. spans that did not align with words
     mapping = resolve_mapping(df, name, *chosen)
     usable = check_usable(df, mapping, name, drop_invalid, warnings)
     return DatasetSpec.of(path, sha256, df, mapping, usable), usable
@@ -173,9 +188,12 @@ def _read_eval(
     """Read the eval file once, under the training file's mapping, task and labels."""
     name = Path(path).name
     df, sha256 = read_limited(path, max_rows)
+    warnings.extend(df.attrs.get("warnings", []))
     check_mapped_columns(df, mapping, name)
     usable = check_usable(df, mapping, name, drop_invalid, warnings)
+    registry.resolve(task.key, usable.names, usable.numeric, usable.sequences, name)  # same kind of data
     usable = drop_unreadable(task, usable, name, mapping.label, drop_invalid, warnings)
+    usable = normalised(task, usable, name, warnings)
     warnings.extend(task.eval_warnings(usable.names, usable.rows, label_names, mapping.label, name))
     return DatasetSpec.of(path, sha256, df, mapping, usable), _to_split(task, usable, label_names)
 

@@ -16,9 +16,18 @@ from typing import Any
 import pandas as pd
 
 from backend.cells import column_names, listing
+from backend.data.token_files import (
+    CONLL_EXTENSIONS,
+    TOKEN_EXTENSIONS,
+    is_span_table,
+    read_conll,
+    read_conllu,
+    spans_to_tokens,
+)
 from backend.errors import DataError
 
-SUPPORTED_EXTENSIONS = (".csv", ".tsv", ".jsonl", ".json", ".parquet")
+TABLE_EXTENSIONS = (".csv", ".tsv", ".jsonl", ".json", ".parquet")
+SUPPORTED_EXTENSIONS = (*TABLE_EXTENSIONS, *TOKEN_EXTENSIONS)  # token files: a word and a tag per line
 _EXAMPLE_ROW = '{"text": "...", "label": "..."}'
 
 # The most characters one cell may hold. The models read at most 512 tokens (a few thousand
@@ -64,8 +73,15 @@ def _read(p: Path) -> tuple[pd.DataFrame, bytes]:
         df = _read_delimited(p, data, "\t" if ext == ".tsv" else ",")
     elif ext == ".jsonl":
         df = _read_jsonl(p.name, _lines(p, data))
+    elif ext in CONLL_EXTENSIONS:
+        df = read_conll(p.name, _lines(p, data))
+    elif ext in TOKEN_EXTENSIONS:
+        df = read_conllu(p.name, _decode(p, data))
     else:
         df = _read_json(p, data)
+    if ext in (".jsonl", ".json") and len(df) and is_span_table(df):
+        df, notes = spans_to_tokens(p.name, df)
+        df.attrs["warnings"] = notes  # prepare() passes them on
     if len(df) == 0:
         found = f", only the columns {column_names(df.columns)}" if len(df.columns) else ""
         raise DataError(f"{p.name}: no data rows{found}; add rows with text and labels.")

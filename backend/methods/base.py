@@ -160,6 +160,8 @@ class BuildContext:
 
     info: ModelInfo
     label_names: list[str]
+    # peft.TaskType's name for the run's head (the task's: SEQ_CLS, TOKEN_CLS)
+    peft_task_type: str = "SEQ_CLS"
 
 
 # The learning-rate search looks further down than up: no candidate above the method's default
@@ -276,3 +278,30 @@ class MethodSpec:
 def freeze(model: Any) -> None:
     for p in model.parameters():
         p.requires_grad_(False)
+
+
+def label_virtual_tokens(model: Any, virtual: int, ctx: BuildContext) -> Any:
+    """Per-token labels for a model with ``virtual`` prompt embeddings in front of the input.
+
+    PEFT (0.21) prepends the prompts but passes per-token labels on as they are, so the loss
+    fails on mismatched lengths. Here the labels get ``virtual`` ignored positions in front,
+    and the virtual tokens' outputs are dropped from the logits. A reloaded export has no hooks:
+    its logits keep them, and the per-token task reads the last positions (as the card says).
+    """
+    if ctx.peft_task_type != "TOKEN_CLS":
+        return model
+    import torch
+
+    def pad(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+        labels = kwargs.get("labels")
+        if labels is not None and labels.dim() == 2:
+            kwargs["labels"] = torch.cat([labels.new_full((labels.shape[0], virtual), -100), labels], 1)
+        return args, kwargs
+
+    def trim(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any], output: Any) -> Any:
+        output.logits = output.logits[:, virtual:]
+        return output
+
+    model.register_forward_pre_hook(pad, with_kwargs=True)
+    model.register_forward_hook(trim, with_kwargs=True)
+    return model

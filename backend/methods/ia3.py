@@ -48,7 +48,7 @@ def build(model: Any, cfg: Config, ctx: BuildContext) -> Any:
         # IA3Config has no ``layers_to_transform`` (LoRA's option): name the lower layers'
         # modules in ``exclude_modules``, a standard field, so the export stays plain PEFT.
         kwargs["exclude_modules"] = lower_layer_regex(model, cut)
-    return get_peft_model(model, IA3Config(task_type=TaskType.SEQ_CLS, **kwargs))
+    return get_peft_model(model, IA3Config(task_type=TaskType[ctx.peft_task_type], **kwargs))
 
 
 SPEC = MethodSpec(

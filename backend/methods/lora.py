@@ -55,7 +55,7 @@ def build(model: Any, cfg: Config, ctx: BuildContext) -> Any:
     # None lets PEFT pick each architecture's query/value names (query/value, q_lin, c_attn...).
     targets = None if cfg.targets == "attention q,v" else "all-linear"
     peft_cfg = LoraConfig(
-        task_type=TaskType.SEQ_CLS,
+        task_type=TaskType[ctx.peft_task_type],
         r=cfg.rank,
         lora_alpha=cfg.alpha,
         lora_dropout=cfg.dropout,

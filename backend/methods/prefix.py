@@ -41,7 +41,7 @@ def build(model: Any, cfg: Config, ctx: BuildContext) -> Any:
     from peft import PrefixTuningConfig, TaskType, get_peft_model
 
     peft_cfg = PrefixTuningConfig(
-        task_type=TaskType.SEQ_CLS,
+        task_type=TaskType[ctx.peft_task_type],
         num_virtual_tokens=cfg.prompt_length,
         prefix_projection=cfg.reparameterize,
         encoder_hidden_size=cfg.encoder_hidden_size,

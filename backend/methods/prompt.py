@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from backend.methods.base import BuildContext, MethodConfig, MethodSpec, knob
+from backend.methods.base import BuildContext, MethodConfig, MethodSpec, knob, label_virtual_tokens
 
 
 @dataclass
@@ -40,8 +40,10 @@ def build(model: Any, cfg: Config, ctx: BuildContext) -> Any:
         }
     elif cfg.init == "vocab":
         kwargs = {"prompt_tuning_init": PromptTuningInit.SAMPLE_VOCAB}
-    peft_cfg = PromptTuningConfig(task_type=TaskType.SEQ_CLS, num_virtual_tokens=cfg.prompt_length, **kwargs)
-    return get_peft_model(model, peft_cfg)
+    peft_cfg = PromptTuningConfig(
+        task_type=TaskType[ctx.peft_task_type], num_virtual_tokens=cfg.prompt_length, **kwargs
+    )
+    return label_virtual_tokens(get_peft_model(model, peft_cfg), cfg.prompt_length, ctx)
 
 
 SPEC = MethodSpec(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from backend.methods.base import BuildContext, MethodConfig, MethodSpec, knob
+from backend.methods.base import BuildContext, MethodConfig, MethodSpec, knob, label_virtual_tokens
 
 
 @dataclass
@@ -26,12 +26,12 @@ def build(model: Any, cfg: Config, ctx: BuildContext) -> Any:
 
     kind = PromptEncoderReparameterizationType(cfg.encoder)
     peft_cfg = PromptEncoderConfig(
-        task_type=TaskType.SEQ_CLS,
+        task_type=TaskType[ctx.peft_task_type],
         num_virtual_tokens=cfg.prompt_length,
         encoder_reparameterization_type=kind,
         encoder_hidden_size=cfg.encoder_hidden_size,
     )
-    return get_peft_model(model, peft_cfg)
+    return label_virtual_tokens(get_peft_model(model, peft_cfg), cfg.prompt_length, ctx)
 
 
 SPEC = MethodSpec(

@@ -17,7 +17,7 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from backend.catalogue import ModelInfo, quantization_config, quantized_load_kwargs
-from backend.data.batching import Encoded
+from backend.data.batching import IGNORE, Encoded
 from backend.data.prepare import Split
 from backend.methods.probe_head import pool
 from backend.quant_workarounds import disable_cpu_bf16_4bit
@@ -69,24 +69,34 @@ def compute_features(
     """Pooled features of every layer: [layers + 1, rows, hidden] (index 0 = embeddings).
 
     ``precision`` "bf16" runs the encoder under autocast (the pooled features are kept fp32).
+    For a per-token task (rows whose labels mark each word's first sub-word) the features are
+    those sub-words' vectors, unpooled: [layers + 1, words, hidden], the words of row 0 first.
     """
     device = next(encoder.parameters()).device
     # Length-sorted batches pad far less (one pass, no gradients: order does not matter),
     # then the rows are put back in their original order.
     order = enc.by_length() if group_by_length else list(range(len(enc)))
-    chunks = []
+    chunks, words = [], {}
     for start in range(0, len(order), batch_size):
         if cb is not None and cb.should_cancel():
             raise TrainingCancelled("cancelled while computing features")
-        batch = enc.batch(order[start : start + batch_size])
-        batch.pop("labels")
+        rows = order[start : start + batch_size]
+        batch = enc.batch(rows)
+        labels = batch.pop("labels")
         batch = {k: v.to(device) for k, v in batch.items()}
         with autocast(device, precision):
             out = encoder(**batch, output_hidden_states=True)
+        if labels.dim() == 2:  # per word: each row's first sub-words, every layer
+            states = torch.stack([h.float().cpu() for h in out.hidden_states])
+            for i, row in enumerate(rows):
+                words[row] = states[:, i][:, labels[i] != IGNORE]
+            continue
         layers = [
             pool(h, batch["attention_mask"], pooling, last_token).float().cpu() for h in out.hidden_states
         ]
         chunks.append(torch.stack(layers))
+    if words:
+        return torch.cat([words[row] for row in range(len(enc))], dim=1)
     sorted_feats = torch.cat(chunks, dim=1)
     feats = torch.empty_like(sorted_feats)
     feats[:, order] = sorted_feats

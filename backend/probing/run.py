@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from backend.data.batching import Encoded
+from backend.data.batching import IGNORE, Encoded
 from backend.data.prepare import Split
 from backend.methods.probe import AUTO_LAYER, Config
 from backend.methods.probe_head import ProbeHead, resolve_layer
@@ -21,6 +21,7 @@ from backend.probing.features import cache_key, cached_features, compute_feature
 from backend.probing.heads import outputs_of, search_head_lr, train_head
 from backend.probing.layer_choice import choose_layer, describe_layer_choice
 from backend.tasks.base import Task
+from backend.tasks.word_rows import WordRows
 from backend.training.autotune import (
     EpochPlan,
     RunLength,
@@ -68,14 +69,14 @@ def layer_features(ctx: RunContext, pcfg: Config) -> Features:
     train_precision = resolve_precision(cfg.precision, pick_device(cfg.device), cfg.quant)
 
     def features(split: Split, precision: str) -> tuple[torch.Tensor, bool]:
-        key = cache_key(ctx.info, cfg.quant, split, cfg.max_length, pcfg.pooling, precision)
+        key = cache_key(ctx.info, cfg.quant, split, cfg.max_length, _pooling(ctx, pcfg), precision)
         keys.append(key)
 
         def compute() -> torch.Tensor:
             nonlocal encoder
             encoder = encoder or load_encoder(ctx.info, cfg.quant, cfg.device)
             ctx.cb.on_log(f"computing features of every layer for {len(split)} rows ({precision})")
-            enc = Encoded(ctx.tokenizer, split, cfg.max_length)
+            enc = Encoded(ctx.tokenizer, split, cfg.max_length, ctx.data.task)
             return compute_features(
                 encoder, enc, pcfg.pooling, ctx.info.is_decoder, cb=ctx.cb,
                 group_by_length=cfg.group_by_length, precision=precision,
@@ -93,12 +94,43 @@ def layer_features(ctx: RunContext, pcfg: Config) -> Features:
     return Features(ftrain, feval, hit_t and hit_e, used, device, seconds)
 
 
+def _pooling(ctx: RunContext, pcfg: Config) -> str:
+    """A per-token task's features are each word's first sub-word (no pooling)."""
+    return "words" if ctx.data.task.sequences else pcfg.pooling
+
+
+@dataclass
+class Targets:
+    """What the heads train on: a target per feature row (a text's, or a word's), the
+    evaluation rows' targets, and the task that scores them (per word: ``WordRows``)."""
+
+    train: torch.Tensor
+    eval: np.ndarray
+    task: Task
+    kept: list[int] | None = None  # words with a feature per evaluation sentence (per-token tasks)
+
+
+def head_targets(ctx: RunContext) -> Targets:
+    data = ctx.data
+    if not data.task.sequences:
+        return Targets(torch.tensor(data.train.labels), np.asarray(data.eval.labels), data.task)
+
+    def words(split: Split) -> tuple[list[int], list[int]]:
+        enc = Encoded(ctx.tokenizer, split, ctx.cfg.max_length, data.task)
+        kept = [sum(t != IGNORE for t in f["labels"]) for f in enc.features]
+        return [t for tags, k in zip(split.labels, kept, strict=True) for t in tags[:k]], kept
+
+    (y, _), (ye, kept) = words(data.train), words(data.eval)
+    task = WordRows(data.task, data.train.labels, data.eval.labels, kept)
+    return Targets(torch.tensor(y), np.asarray(ye), task, kept)
+
+
 def train_layers(
-    ctx: RunContext, pcfg: Config, feats: Features, layers: list[int], plan: EpochPlan
+    ctx: RunContext, pcfg: Config, feats: Features, layers: list[int], plan: EpochPlan, targets: Targets
 ) -> tuple[list[LayerResult], float]:
     """One head per layer (the learning rate searched per layer when "auto")."""
     cfg, cb, data = ctx.cfg, ctx.cb, ctx.data
-    y, ye = torch.tensor(data.train.labels), np.asarray(data.eval.labels)
+    y, ye, task = targets.train, targets.eval, targets.task
     results: list[LayerResult] = []
     search_seconds = 0.0
     for layer in layers:
@@ -106,15 +138,13 @@ def train_layers(
             raise TrainingCancelled(f"cancelled after {len(results)} of {len(layers)} layers")
         search = None
         if cfg.lr == AUTO:
-            search = search_head_lr(
-                feats.train[layer], y, pcfg, cfg, data.label_names, plan.epochs, cb, data.task
-            )
+            search = search_head_lr(feats.train[layer], y, pcfg, cfg, data.label_names, plan.epochs, cb, task)
             search_seconds += search["seconds"]
             cb.on_log((f"layer {layer}: " if pcfg.sweep_layers else "") + describe_search(search))
         layer_cfg = replace(cfg, epochs=plan.epochs, lr=search["chosen"] if search else cfg.lr)
         head, best, history = train_head(
             feats.train[layer], y, feats.eval[layer], ye, pcfg, layer_cfg, data.label_names,
-            None if pcfg.sweep_layers else cb, data.task,
+            None if pcfg.sweep_layers else cb, task,
         )  # fmt: skip
         results.append(LayerResult(layer, head, best, history, layer_cfg, search))
         if pcfg.sweep_layers:
@@ -134,14 +164,16 @@ def run_probe(ctx: RunContext) -> RunOutcome:
     cfg, data = ctx.cfg, ctx.data
     pcfg: Config = cfg.method_settings()
     feats = layer_features(ctx, pcfg)
+    targets = head_targets(ctx)
     n_train, n_eval = len(data.train), len(data.eval)
     plan, requested = plan_epochs(cfg, n_train), {"lr": cfg.lr, "epochs": cfg.epochs}
     choice = None
     if pcfg.sweep_layers:
         layers = list(range(feats.train.shape[0]))
     elif pcfg.layer == AUTO_LAYER:
-        y = torch.tensor(data.train.labels)
-        choice = choose_layer(feats.train, y, pcfg, cfg, data.label_names, plan.epochs, ctx.cb, data.task)
+        choice = choose_layer(
+            feats.train, targets.train, pcfg, cfg, data.label_names, plan.epochs, ctx.cb, targets.task
+        )
         ctx.cb.on_log(describe_layer_choice(choice))
         layers = [choice["chosen"]]
     else:
@@ -151,7 +183,7 @@ def run_probe(ctx: RunContext) -> RunOutcome:
          "train_rows": n_train, "eval_rows": n_eval, "layers": layers}
     )  # fmt: skip
     t0 = time.perf_counter()
-    results, search_seconds = train_layers(ctx, pcfg, feats, layers, plan)
+    results, search_seconds = train_layers(ctx, pcfg, feats, layers, plan, targets)
     search_seconds += choice["seconds"] if choice else 0.0  # the choice is part of what "auto" costs
     head_seconds = time.perf_counter() - t0
     top = max(results, key=lambda r: (r.best["score"], -r.best["eval_loss"]))
@@ -182,7 +214,9 @@ def run_probe(ctx: RunContext) -> RunOutcome:
         **autotune_summary(top.cfg, requested, plan, top.search, search_seconds, train_seconds, length),
         **learning_check(top.best["score"], data, top.cfg, plan, top.search is not None),
     }
-    eval_probs = data.task.outputs(top.head.eval()(feats.eval[top.layer])).detach().numpy()
+    eval_probs = targets.task.outputs(top.head.eval()(feats.eval[top.layer])).detach().numpy()
+    if isinstance(targets.task, WordRows):
+        eval_probs = targets.task.pack(eval_probs)
     probe = {
         "layer": top.layer,
         "pooling": pcfg.pooling,
@@ -191,6 +225,7 @@ def run_probe(ctx: RunContext) -> RunOutcome:
         "in_features": ctx.info.hidden_size,
         "num_labels": outputs_of(data.task, data.label_names),
         "last_token": ctx.info.is_decoder,
+        "per_token": data.task.sequences,  # a tag per token: the head reads every position
     }
     state = {k: v.contiguous() for k, v in top.head.state_dict().items()}
     return RunOutcome(top.cfg, summary, top.best, history, eval_probs, probe=probe, head_state=state)

@@ -27,8 +27,59 @@ class Task(ABC):
     baseline_label: ClassVar[str]  # what the trivial baseline does, e.g. "always the majority class"
     peft_task_type: ClassVar[str]  # peft.TaskType's name for this head
     baseline_key: ClassVar[str] = "baseline"  # where a run's summary keeps the baseline's scores
+    sequences: ClassVar[bool] = False  # a tag per word (token data) rather than a label per text
+    auto_class: ClassVar[str] = "AutoModelForSequenceClassification"  # the head's transformers class
     # the model card's last lines after ``out = model(**enc)``: what the output means
     card_output: ClassVar[str]
+
+    def normalise(self, names: list[str], source: str) -> tuple[list[str], list[str]]:
+        """The label cells as the task reads them (IOB1 tags made IOB2), with what to say about
+        them (a scheme repaired, ill-formed sequences counted). Unchanged for most tasks."""
+        return names, []
+
+    def primary_of(self, label_names: list[str]) -> str:
+        """The primary metric of a run with these outputs (a tag set without entities is
+        scored by word accuracy, not entity F1)."""
+        return self.primary_metric
+
+    def words(self, text: str) -> str:
+        """A typed text as the rows of this task hold it (token data: its words, one space
+        apart). Unchanged for a task that reads whole texts."""
+        return text
+
+    def text_of(self, cell: Any) -> str:
+        """A cell of a file to predict on, as this task's rows hold a text."""
+        return str(cell)
+
+    def encode(
+        self, tokenizer: Any, texts: list[str], pairs: list[str] | None, targets: list[Any], max_length: int
+    ) -> list[dict[str, list[int]]]:
+        """Each row's token ids (unpadded), as the model reads them; a ``labels`` list per row
+        where a target is per token (a tag on each word's first sub-word, -100 elsewhere)."""
+        args = (texts, pairs) if pairs is not None else (texts,)
+        enc = tokenizer(*args, truncation=True, max_length=max_length)
+        return [{k: enc[k][i] for k in enc} for i in range(len(texts))]
+
+    def blank_targets(self, texts: list[str]) -> list[Any]:
+        """Stand-in targets for texts to predict (encoding takes targets; the outputs ignore them)."""
+        return [0] * len(texts)
+
+    def row_outputs(self, outputs: torch.Tensor, labels: torch.Tensor) -> list[np.ndarray]:
+        """A batch's outputs (``outputs(logits)``) split into one array per row; ``labels`` is
+        the batch's labels (per-token tasks keep the positions that carry one)."""
+        return list(outputs.cpu().numpy())
+
+    def stack(self, rows: list[np.ndarray], targets: list[Any]) -> np.ndarray:
+        """Rows' outputs as one array, row-major (per-word outputs are padded per sentence)."""
+        import numpy as np
+
+        return np.stack(rows) if rows else np.empty((0,))
+
+    def truth(self, targets: list[Any]) -> np.ndarray:
+        """The targets as the array ``metrics`` takes beside ``stack``'s outputs."""
+        import numpy as np
+
+        return np.asarray(targets)
 
     @abstractmethod
     def fits(self, names: list[str], numeric: bool) -> bool:
@@ -83,7 +134,7 @@ class Task(ABC):
         """Every metric of ``outputs`` against ``true``, with ``score`` and ``eval_loss``."""
 
     @abstractmethod
-    def score(self, true: np.ndarray, outputs: np.ndarray) -> float:
+    def score(self, true: np.ndarray, outputs: np.ndarray, label_names: list[str] | None = None) -> float:
         """The primary metric alone (cheap: the learning-rate search logs it per candidate)."""
 
     @abstractmethod
@@ -143,6 +194,11 @@ class Task(ABC):
     def card_outputs(self, label_names: list[str]) -> str:
         """The model card's sentence on what the model outputs."""
         return f"Outputs: {', '.join(label_names)}."
+
+    def card_predict(self, library: str, prompts_in_input: bool) -> str:
+        """The model card's lines after ``out = model(**enc)`` for an export of ``library``
+        (``prompts_in_input``: the method puts virtual tokens in front of the input)."""
+        return self.card_output
 
     def baseline_text(self, baseline: dict[str, Any]) -> str:
         """The baseline in a sentence: "the baseline (spearman 0.000 by always the training mean)"."""

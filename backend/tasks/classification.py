@@ -80,7 +80,7 @@ class Classification(Task):
         metrics["score"] = metrics["accuracy"]
         return metrics
 
-    def score(self, true: np.ndarray, outputs: np.ndarray) -> float:
+    def score(self, true: np.ndarray, outputs: np.ndarray, label_names: list[str] | None = None) -> float:
         return float((np.asarray(outputs).argmax(-1) == np.asarray(true)).mean())
 
     def row_losses(self, true: np.ndarray, outputs: np.ndarray) -> np.ndarray:

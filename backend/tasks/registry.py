@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from backend.errors import ConfigError
+from backend.errors import ConfigError, DataError
 from backend.tasks.base import Task
 from backend.tasks.classification import Classification
 from backend.tasks.regression import MANY_VALUES, Regression
+from backend.tasks.token_classification import TokenClassification
 
 AUTO = "auto"
 __all__ = ["AUTO", "DEFAULT", "MANY_VALUES", "all_tasks", "get", "keys", "resolve", "resolve_key"]
 # "auto" tries these in order; the last one takes any column
-_TASKS: tuple[Task, ...] = (Regression(), Classification())
+_TASKS: tuple[Task, ...] = (TokenClassification(), Regression(), Classification())
 DEFAULT = Classification.key
 
 
@@ -27,11 +28,25 @@ def get(key: str | None) -> Task:
     raise ConfigError(f"unknown task '{key}'; choose one of: {AUTO}, {', '.join(keys())}")
 
 
-def resolve(key: str | None, names: list[str], numeric: bool) -> Task:
-    """The task ``key`` names, or for "auto" the first whose data the label column looks like."""
-    if key not in (AUTO, None, ""):
-        return get(key)
-    return next(t for t in _TASKS if t.fits(names, numeric))
+def resolve(
+    key: str | None, names: list[str], numeric: bool, sequences: bool = False, source: str = "the data"
+) -> Task:
+    """The task ``key`` names, or for "auto" the first whose data the label column looks like.
+
+    ``sequences``: the rows are token data (a tag per word). A task named for the other kind
+    of data is a DataError that says which kind the file holds.
+    """
+    if key in (AUTO, None, ""):
+        return next(t for t in _TASKS if t.sequences == sequences and t.fits(names, numeric))
+    task = get(key)
+    if task.sequences != sequences:
+        kinds = [t for t in _TASKS if t.sequences == sequences]
+        held = "a tag per word (token data)" if sequences else "one label per text"
+        raise DataError(
+            f"{source} holds {held}, which the task '{task.key}' cannot train on; choose "
+            f"{' or '.join(repr(t.key) for t in kinds)} (or '{AUTO}')."
+        )
+    return task
 
 
 def all_tasks() -> tuple[Task, ...]:

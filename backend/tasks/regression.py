@@ -136,7 +136,7 @@ class Regression(Task):
         metrics["score"] = metrics["spearman"]
         return metrics
 
-    def score(self, true: np.ndarray, outputs: np.ndarray) -> float:
+    def score(self, true: np.ndarray, outputs: np.ndarray, label_names: list[str] | None = None) -> float:
         from scipy import stats
 
         return _correlation(

@@ -65,12 +65,26 @@ class TrainConfig:
     score_column: str | None = knob(
         None, "Score column", "Column holding a number to predict: the regression task's label column."
     )
+    tokens_column: str | None = knob(
+        None, "Tokens column", "Column holding each sentence's list of words (token classification)."
+    )
+    tags_column: str | None = knob(
+        None,
+        "Tags column",
+        "Column holding each sentence's list of tags, one per word (token classification).",
+    )
+    tag_field: str | None = knob(
+        None,
+        "CoNLL-U tag field",
+        "Which field of a CoNLL-U file is the tag: upos (default), xpos, or a MISC key such as NER.",
+    )
     task: str = knob(
         tasks.AUTO,
         "Task",
-        "What the model learns to output. auto: regression for a label column of numbers with "
-        f"at least {tasks.MANY_VALUES} distinct values and some not whole, else classification; "
-        "choose one to override (a 1-5 star column is classes unless you say regression).",
+        "What the model learns to output. auto: token classification for a list of tags per row "
+        f"(JSONL lists, CoNLL, CoNLL-U), regression for a label column of numbers with at least "
+        f"{tasks.MANY_VALUES} distinct values and some not whole, else classification; choose one "
+        "to override (a 1-5 star column is classes unless you say regression).",
         choices=(tasks.AUTO, *tasks.keys()),
         choice_labels=("auto (from the data)", *(t.label for t in tasks.all_tasks())),
     )
@@ -234,15 +248,19 @@ def load_data(cfg: TrainConfig, *, max_rows: int | None = None) -> PreparedData:
     Each file is read once; ``spec`` and ``eval_spec`` of the result describe them (hash,
     mapping, counts) for whoever stores them. ``max_rows`` adds the app's row limit.
     """
-    if cfg.score_column and cfg.label_column and cfg.score_column != cfg.label_column:
-        raise ConfigError("give the label column or the score column, not both")
+    labels = {"label column": cfg.label_column, "score column": cfg.score_column,
+              "tags column": cfg.tags_column, "tag field": cfg.tag_field}  # fmt: skip
+    if len({v for v in labels.values() if v}) > 1:
+        raise ConfigError(f"give one of the {', '.join(labels)}, not several: each names the label column")
+    if cfg.tokens_column and cfg.text_column and cfg.tokens_column != cfg.text_column:
+        raise ConfigError("give the text column or the tokens column, not both")
     return prepare(
         cfg.data,
         cfg.eval_data,
         task=tasks.resolve_key(cfg.task, cfg.score_column),
-        text_column=cfg.text_column,
+        text_column=cfg.tokens_column or cfg.text_column,
         text_pair_column=cfg.text_pair_column,
-        label_column=cfg.score_column or cfg.label_column,
+        label_column=next((v for v in labels.values() if v), None),
         eval_fraction=cfg.eval_fraction,
         seed=cfg.seed,
         drop_invalid=cfg.drop_invalid,

@@ -230,8 +230,8 @@ def run_loop(ctx: RunContext) -> RunOutcome:
     device = pick_device(cfg.device) if cfg.quant == "none" else next(model.parameters()).device
     if warning := cpu_setup(model, device, resolve_precision(cfg.precision, device, cfg.quant)):
         cb.on_log(warning)
-    train_enc = Encoded(ctx.tokenizer, data.train, cfg.max_length)
-    eval_enc = Encoded(ctx.tokenizer, data.eval, cfg.max_length)
+    train_enc = Encoded(ctx.tokenizer, data.train, cfg.max_length, data.task)
+    eval_enc = Encoded(ctx.tokenizer, data.eval, cfg.max_length, data.task)
     requested = {"lr": cfg.lr, "epochs": cfg.epochs}
     search_started = time.perf_counter()
     cfg, plan, search = resolve_auto(
@@ -265,7 +265,7 @@ def run_loop(ctx: RunContext) -> RunOutcome:
     probs = predict_probs(model, eval_enc, device, task=data.task)
     best = fitter.best or {}
     if fitter.precision != "fp32" and best:
-        best = {**best, **metrics_from_probs(np.asarray(eval_enc.labels), probs, data.label_names, data.task)}
+        best = {**best, **metrics_from_probs(eval_enc.truth(), probs, data.label_names, data.task)}
     per_epoch = round(float(np.mean(fitter.epoch_seconds)), 3) if fitter.epoch_seconds else None
     summary = {
         **run_summary(

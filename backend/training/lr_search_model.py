@@ -15,7 +15,6 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
 import torch
 
 from backend.data.batching import SEARCH_MEGA_BATCHES, Encoded
@@ -150,7 +149,7 @@ class ModelSearch:
     def score(self, trial: ModelTrial) -> Score:
         self._load(trial.weights)
         probs = predict_probs(self.model, self.holdout, self.device, self.precision, task=self.task)
-        return score_probs(np.asarray(self.holdout.labels), probs, self.task)
+        return score_probs(self.holdout.truth(), probs, self.task, self.label_names)
 
 
 # A search step (a quarter batch) against a run step, fixed rather than timed. Timed on this

@@ -40,11 +40,13 @@ class Score:
     rows: np.ndarray
 
 
-def score_probs(labels: np.ndarray, probs: np.ndarray, task: Task | None = None) -> Score:
+def score_probs(
+    labels: np.ndarray, probs: np.ndarray, task: Task | None = None, label_names: list[str] | None = None
+) -> Score:
     """``accuracy`` holds the task's primary score (for classification, the accuracy)."""
     task = task or tasks.get(None)
     losses = task.row_losses(labels, probs)
-    return Score(float(losses.mean()), task.score(labels, probs), losses)
+    return Score(float(losses.mean()), task.score(labels, probs, label_names), losses)
 
 
 def keep_default_on_a_tie(finalists: list[Candidate], anchor: Candidate | None, cb: Callback) -> Candidate:

@@ -38,20 +38,19 @@ def predict_probs(
     task = task or tasks.get(None)
     was_training = model.training
     model.eval()
-    probs = torch.empty((len(enc), 0))
+    rows_out: list[Any] = [None] * len(enc)
     for rows in enc.index_batches(batch_size, shuffle=False, group_by_length=group_by_length):
+        batch = enc.batch(rows)
+        labels = batch.pop("labels")  # a per-token task's say which positions are words
         with autocast(device, precision):
-            if forward is not None:
-                logits = forward(rows).logits
-            else:
-                batch = enc.batch(rows)
-                batch.pop("labels")
-                logits = model(**{k: v.to(device) for k, v in batch.items()}).logits
-        if probs.shape[1] == 0:
-            probs = torch.empty((len(enc), logits.shape[-1]))
-        probs[rows] = task.outputs(logits).cpu()
+            out = (
+                forward(rows) if forward is not None else model(**{k: v.to(device) for k, v in batch.items()})
+            )
+            logits = getattr(out, "logits", out)  # a probe returns its logits as they are
+        for i, out in zip(rows, task.row_outputs(task.outputs(logits), labels), strict=True):
+            rows_out[i] = out
     model.train(was_training)
-    return probs.numpy()
+    return task.stack(rows_out, enc.labels)
 
 
 def evaluate(
@@ -64,7 +63,7 @@ def evaluate(
     task: Task | None = None,
 ) -> dict[str, Any]:
     probs = predict_probs(model, enc, device, precision, forward=forward, task=task)
-    return metrics_from_probs(np.asarray(enc.labels), probs, label_names, task)
+    return metrics_from_probs(enc.truth(), probs, label_names, task)
 
 
 def metrics_from_probs(

@@ -69,7 +69,7 @@ def run_summary(
         "device": device,
         # the task's headline metrics (classification: accuracy, macro_f1) and its primary one
         "task": ctx.data.task.key,
-        "primary_metric": ctx.data.task.primary_metric,
+        "primary_metric": ctx.data.task.primary_of(ctx.data.label_names),
         "score": best["score"],
         **ctx.data.task.headline_of(best),
         "eval_loss": best["eval_loss"],

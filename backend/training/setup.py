@@ -74,14 +74,14 @@ def build_model(
     attention = training_attention(info, pick_device(cfg.device), cfg.quant)
     task = task or tasks.get(None)
     base = load_classifier(
-        info, label_names, cfg.quant, pad_token_id, attention, task.model_kwargs(label_names)
+        info, label_names, cfg.quant, pad_token_id, attention, task.model_kwargs(label_names), task.auto_class
     )
     if targets:
         for name in head_module_names(info):
             if (module := getattr(base, name, None)) is not None:
                 task.start_head(module, targets)
     size = base.num_parameters()  # the base alone, before the method wraps it
-    model = spec.build(base, cfg.method_settings(), BuildContext(info=info, label_names=label_names))
+    model = spec.build(base, cfg.method_settings(), BuildContext(info, label_names, task.peft_task_type))
     if cfg.quant == "4bit":  # again: a method may have swapped in 4-bit layers of its own (adapters)
         disable_cpu_bf16_4bit(model)
     if use_checkpointing(cfg.gradient_checkpointing, spec.gradient_checkpointing, size):

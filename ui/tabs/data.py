@@ -14,7 +14,7 @@ from ui import charts, tables
 from ui.endpoints import Endpoints
 from ui.feedback import done, problem
 
-FILE_TYPES = [".csv", ".tsv", ".jsonl", ".json", ".parquet"]
+FILE_TYPES = [".csv", ".tsv", ".jsonl", ".json", ".parquet", ".conll", ".iob", ".txt", ".conllu"]
 NO_PAIR = "(none)"
 DISK_PARTS = (("datasets", "datasets"), ("artifacts", "runs"), ("exports", "exports"), ("cache", "cache"))
 

@@ -14,7 +14,7 @@ import pytest
 from backend.data.limits import check_file_size
 from backend.data.mapping import ColumnMapping, detect_columns
 from backend.data.prepare import PreparedData, prepare, to_hf_dataset
-from backend.data.read import MAX_CELL_CHARS, SUPPORTED_EXTENSIONS, file_sha256, read_table
+from backend.data.read import MAX_CELL_CHARS, TABLE_EXTENSIONS, file_sha256, read_table
 from backend.data.stats import dataset_stats, summarize
 from backend.errors import ConfigError, DataError
 
@@ -58,7 +58,7 @@ def write_format(tmp_path: Path, ext: str, rows: list[dict[str, Any]]) -> Path:
     return path
 
 
-@pytest.mark.parametrize("ext", SUPPORTED_EXTENSIONS)
+@pytest.mark.parametrize("ext", TABLE_EXTENSIONS)
 def test_every_format_prepares_the_same_data(tmp_path: Path, ext: str) -> None:
     rows = rows_for({"neg": 10, "pos": 10})
     data = prepare(write_format(tmp_path, ext, rows))

@@ -1,0 +1,324 @@
+"""Token classification: a tag per word (named entities, part of speech).
+
+Rows hold words one space apart and their tags likewise (``backend.data.check``). The head is
+``AutoModelForTokenClassification``; each word's tag trains on its first sub-word and the
+others are left out of the loss (-100). Outputs are per word, padded per sentence. Metrics:
+entity precision/recall/F1, micro (primary) and macro, and the per-type table by seqeval in
+strict mode, plus word accuracy; a tag set without entities (part of speech) has word
+accuracy as its primary metric. Baseline: every word "O" (for part of speech: every word
+the most frequent tag). Compare resamples sentences, not words.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from backend.cells import listing
+from backend.errors import DataError
+from backend.tasks import tag_schemes as ts
+from backend.tasks.base import Task
+from backend.tasks.token_scores import SentenceCounts, counts_metric, ratio_interval
+from backend.tasks.token_tags import IGNORE, per_tag, predicted_tags, scheme_of, spans, word_tags
+
+if TYPE_CHECKING:
+    import torch
+
+# A word of a typed text: a run of letters/digits (with inner hyphens or apostrophes), or one
+# other visible character, as CoNLL data splits "Obama's," into words.
+WORD_RE = re.compile(r"\w+(?:[-'’]\w+)*|[^\w\s]", re.UNICODE)
+
+
+class TokenClassification(Task):
+    key = "token-classification"
+    label = "Token classification"
+    description = "A tag per word: named entities (IOB2, IOB1, IOBES) or part of speech."
+    primary_metric = "entity_f1"
+    headline = ("entity_f1", "entity_precision", "entity_recall", "entity_macro_f1", "token_accuracy")
+    baseline_label = "every word 'O' (or the most frequent tag)"
+    peft_task_type = "TOKEN_CLS"
+    sequences = True
+    auto_class = "AutoModelForTokenClassification"
+    card_output = (
+        "logits = getattr(out, 'logits', out)[:, -enc['input_ids'].shape[1]:]  # no virtual tokens\n"
+        "tags = logits.argmax(-1)[0]  # a tag per sub-word; a word's tag is its first sub-word's\n"
+        "import json\n"
+        "names = json.load(open('labels.json'))['id2label']\n"
+        "print([names[str(int(t))] for t in tags])\n"
+    )
+
+    def fits(self, names: list[str], numeric: bool) -> bool:
+        return True  # the registry offers it for token data only
+
+    def words(self, text: str) -> str:
+        return " ".join(WORD_RE.findall(text))
+
+    def text_of(self, cell: Any) -> str:
+        """A list of words (a token file's) as it is; a text split into words."""
+        if isinstance(cell, (list, tuple, np.ndarray)):
+            return " ".join(w for w in (str(x).strip() for x in cell) if w and " " not in w)
+        return self.words(str(cell))
+
+    def normalise(self, names: list[str], source: str) -> tuple[list[str], list[str]]:
+        sentences = [n.split(" ") for n in names]
+        scheme, notes = ts.detect(sentences), []
+        if scheme == ts.IOB1:
+            notes.append(f"{source}: the tags are IOB1 (I- starts an entity); they were converted to IOB2.")
+            return [" ".join(ts.to_iob2(s)) for s in sentences], notes
+        bad = [i + 1 for i, s in enumerate(sentences) if ts.ill_formed(s, scheme)]
+        if bad:
+            notes.append(
+                f"{source}: {len(bad)} sentence(s) have ill-formed {scheme} tags (an entity that does not "
+                f"start or end right; sentences {listing(bad)}); strict scoring does not count those "
+                "entities."
+            )
+        return names, notes
+
+    def primary_of(self, label_names: list[str]) -> str:
+        return "token_accuracy" if scheme_of(label_names) == ts.PLAIN else "entity_f1"
+
+    def label_names(
+        self, names: list[str], numeric: bool, rows: list[int], column: str, source: str, splitting: bool
+    ) -> list[str]:
+        tags = Counter(t for n in names for t in n.split(" "))
+        if len(tags) < 2:
+            raise DataError(
+                f"{source}: column '{column}' has only one tag ({next(iter(tags))!r}); token classification "
+                "needs at least 2 (e.g. O and B-PER). Check the tag column."
+            )
+        return sorted(tags, key=lambda t: (t != ts.OUTSIDE, ts.split_tag(t)[1], t))
+
+    def unknown_labels(self, names: list[str], label_names: list[str]) -> list[str]:
+        return sorted({t for n in names for t in n.split(" ")} - set(label_names))
+
+    def eval_warnings(
+        self, names: list[str], rows: list[int], label_names: list[str], column: str, source: str
+    ) -> list[str]:
+        unknown = self.unknown_labels(names, label_names)
+        if unknown:
+            raise DataError(
+                f"{source}: tag(s) not in the training data: {listing(unknown)}; training tags: "
+                f"{listing(label_names)}. Fix the tags or add training sentences with them."
+            )
+        return []
+
+    def targets(self, names: list[str], label_names: list[str]) -> list[Any]:
+        ids = {name: i for i, name in enumerate(label_names)}
+        return [[ids[t] for t in n.split(" ")] for n in names]
+
+    def strata(self, targets: list[Any]) -> list[int]:
+        """The rarest tag of each sentence (kept on both sides of a split where it has 2 rows)."""
+        rows = Counter(t for tags in targets for t in set(tags))
+        return [min(set(tags), key=lambda t: (rows[t] < 2, rows[t], t)) if rows else 0 for tags in targets]
+
+    def model_kwargs(self, label_names: list[str]) -> dict[str, Any]:
+        id2label = dict(enumerate(label_names))
+        return {
+            "num_labels": len(label_names),
+            "id2label": id2label,
+            "label2id": {v: k for k, v in id2label.items()},
+        }
+
+    def encode(
+        self, tokenizer: Any, texts: list[str], pairs: list[str] | None, targets: list[Any], max_length: int
+    ) -> list[dict[str, list[int]]]:
+        enc = tokenizer(
+            [t.split(" ") for t in texts], is_split_into_words=True, truncation=True, max_length=max_length
+        )
+        rows = []
+        for i, tags in enumerate(targets):
+            row = {k: enc[k][i] for k in enc}
+            seen: set[int] = set()
+            labels = []
+            for word in enc.word_ids(i):
+                first = word is not None and word not in seen
+                labels.append(tags[word] if first else IGNORE)
+                seen.add(word) if word is not None else None
+            rows.append(row | {"labels": labels})
+        return rows
+
+    def blank_targets(self, texts: list[str]) -> list[Any]:
+        return [[0] * len(t.split(" ")) for t in texts]
+
+    def outputs(self, logits: torch.Tensor) -> torch.Tensor:
+        return logits.float().softmax(-1)
+
+    def row_outputs(self, outputs: torch.Tensor, labels: torch.Tensor) -> list[np.ndarray]:
+        keep = (labels != IGNORE).cpu()
+        outputs = outputs[:, -labels.shape[1] :].cpu()  # a shallow prompt's virtual tokens come first
+        return [outputs[i][keep[i]].numpy() for i in range(len(keep))]
+
+    def stack(self, rows: list[np.ndarray], targets: list[Any]) -> np.ndarray:
+        """(sentences, most words, tags): a truncated word's outputs are 0 (read as tag 0, "O"),
+        the positions past a sentence's end NaN."""
+        width = max((len(t) for t in targets), default=0)
+        classes = next((r.shape[-1] for r in rows if r.ndim == 2), 1)
+        out = np.full((len(rows), width, classes), np.nan, dtype=np.float32)
+        for i, (row, tags) in enumerate(zip(rows, targets, strict=True)):
+            row = row[: len(tags)]  # rows that were stacked before: NaN past the sentence
+            out[i, : len(tags)] = 0.0
+            out[i, : len(row)] = row
+        return out
+
+    def truth(self, targets: list[Any]) -> np.ndarray:
+        width = max((len(t) for t in targets), default=0)
+        out = np.full((len(targets), width), IGNORE, dtype=np.int64)
+        for i, tags in enumerate(targets):
+            out[i, : len(tags)] = tags
+        return out
+
+    def metrics(self, true: np.ndarray, outputs: np.ndarray, label_names: list[str]) -> dict[str, Any]:
+        gold, predicted = word_tags(true, outputs, label_names)
+        scheme = scheme_of(label_names)
+        words = [(g, p) for gs, ps in zip(gold, predicted, strict=True) for g, p in zip(gs, ps, strict=True)]
+        metrics: dict[str, Any] = {
+            "entity_f1": None, "entity_precision": None, "entity_recall": None, "entity_macro_f1": None,
+            "token_accuracy": float(np.mean([g == p for g, p in words])) if words else 0.0,
+        }  # fmt: skip
+        if scheme == ts.PLAIN:
+            metrics["per_entity"] = per_tag(words, label_names)
+        else:
+            metrics |= ts.entity_report(gold, predicted, scheme)
+        metrics["eval_loss"] = float(np.mean(self.row_losses(true, outputs))) + 0.0 if len(true) else 0.0
+        metrics["score"] = metrics[self.primary_of(label_names)]
+        return metrics
+
+    def score(self, true: np.ndarray, outputs: np.ndarray, label_names: list[str] | None = None) -> float:
+        """Without the tag names (a caller that only has ids) the scheme is unknown: word accuracy."""
+        counts = SentenceCounts.of(
+            *word_tags(true, outputs, label_names), scheme_of(label_names) if label_names else None
+        )
+        return float(counts_metric(counts.true, counts.predicted, -1))
+
+    def row_losses(self, true: np.ndarray, outputs: np.ndarray) -> np.ndarray:
+        """Each sentence's mean cross-entropy over its words."""
+        mask = true != IGNORE
+        picked = np.take_along_axis(np.nan_to_num(outputs), np.where(mask, true, 0)[..., None], -1)[..., 0]
+        losses = -np.log(np.clip(picked, 1e-12, 1.0)) * mask
+        return losses.sum(-1) / np.maximum(mask.sum(-1), 1)
+
+    def baseline(self, train: list[Any], evaluation: list[Any], label_names: list[str]) -> dict[str, Any]:
+        counts = Counter(t for tags in train for t in tags)
+        outside = label_names.index(ts.OUTSIDE) if ts.OUTSIDE in label_names else None
+        tag = outside if outside is not None else counts.most_common(1)[0][0]
+        true = self.truth(evaluation)
+        outputs = np.where((true != IGNORE)[..., None], np.eye(len(label_names))[tag], np.nan)
+        metrics = self.metrics(true, outputs, label_names)
+        kept = ("score", "token_accuracy", "entity_f1")
+        return {"tag": label_names[tag], **{k: metrics[k] for k in kept}}
+
+    def baseline_text(self, baseline: dict[str, Any]) -> str:
+        return f"the baseline ({baseline['score']:.3f} by tagging every word '{baseline['tag']}')"
+
+    def predictions(self, outputs: np.ndarray, label_names: list[str]) -> list[Any]:
+        return [" ".join(tags) for tags in predicted_tags(outputs, label_names)]
+
+    def loss(self, logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        import torch.nn.functional as F
+
+        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1), ignore_index=IGNORE)
+
+    def prediction_columns(self, outputs: np.ndarray, label_names: list[str]) -> dict[str, list[Any]]:
+        tags = predicted_tags(outputs, label_names)
+        return {
+            "predicted_tags": [" ".join(t) for t in tags],
+            "entities": [json.dumps(found) for found in spans(tags, label_names)],
+        }
+
+    def prediction_items(self, outputs: np.ndarray, label_names: list[str]) -> list[dict[str, Any]]:
+        """Each text's tags and entities (word offsets), and a line that says them."""
+        tags = predicted_tags(outputs, label_names)
+        plain = scheme_of(label_names) == ts.PLAIN
+        items = []
+        for row_tags, entities, probs in zip(tags, spans(tags, label_names), outputs, strict=True):
+            named = ", ".join(f"{e['type']} (words {e['start'] + 1}-{e['end']})" for e in entities)
+            items.append({
+                "label": " ".join(row_tags) if plain else named or "no entities",
+                "probability": None, "score": None, "tags": row_tags, "entities": entities,
+                "confidence": [round(float(c), 4) for c in np.max(probs[: len(row_tags)], -1)],
+            })  # fmt: skip
+        return items
+
+    def frame_columns(
+        self, targets: list[Any], outputs: np.ndarray, label_names: list[str]
+    ) -> dict[str, Any]:
+        true = self.truth(targets)
+        gold, predicted = word_tags(true, outputs, label_names)
+        scheme = scheme_of(label_names)
+        gold_spans, predicted_spans = ts.entities(gold, scheme), ts.entities(predicted, scheme)
+        if scheme == ts.PLAIN:  # a wrong word is the error
+            errors = [
+                sum(g != p for g, p in zip(gs, ps, strict=True))
+                for gs, ps in zip(gold, predicted, strict=True)
+            ]
+        else:
+            errors = [len(g ^ p) for g, p in zip(gold_spans, predicted_spans, strict=True)]
+        return {
+            "true": [" ".join(t) for t in gold],
+            "predicted": [" ".join(t) for t in predicted],
+            "correct": [g == p for g, p in zip(gold, predicted, strict=True)],
+            "errors": errors,
+            "confidence": [float(np.mean(np.max(o[: len(g)], -1))) if len(g) else 0.0
+                           for o, g in zip(outputs, gold, strict=True)],
+        }  # fmt: skip
+
+    def target_names(self, targets: list[Any], label_names: list[str]) -> list[str]:
+        return [" ".join(label_names[t] for t in tags) for tags in targets]
+
+    def intervals(self, true: np.ndarray, outputs: np.ndarray, label_names: list[str]) -> dict[str, Any]:
+        gold, predicted = word_tags(true, outputs, label_names)
+        counts = SentenceCounts.of(gold, predicted, scheme_of(label_names))
+        return {"score": self.score(true, outputs, label_names), "score_ci": list(ratio_interval(counts))}
+
+    def scoring(self, runs: list[tuple[str, Any]]) -> tuple[np.ndarray, dict[str, np.ndarray], Any, str]:
+        """Sentences as units: each run's per-sentence counts (entities right, predicted, gold;
+        or words right of all), paired sentence by sentence."""
+        gold = [str(t).split(" ") for t in runs[0][1]["true"]]
+        scheme = ts.detect(gold)
+        by_run = {
+            name: SentenceCounts.of(gold, [str(t).split(" ") for t in f["predicted"]], scheme)
+            for name, f in runs
+        }
+        true = next(iter(by_run.values())).true
+        metric = "token_accuracy" if scheme == ts.PLAIN else "entity_f1"
+        return true, {name: c.predicted for name, c in by_run.items()}, counts_metric, metric
+
+    def distribution(self, names: list[str], numeric: bool) -> dict[str, int]:
+        """Words per tag, the most frequent first."""
+        return dict(Counter(t for n in names for t in n.split(" ")).most_common())
+
+    def describe_labels(self, names: list[str], numeric: bool) -> str:
+        tags = {t for n in names for t in n.split(" ")}
+        scheme = ts.detect([n.split(" ") for n in names])
+        kinds = sorted({ts.split_tag(t)[1] for t in tags if t != ts.OUTSIDE})
+        what = f"{len(kinds)} entity types" if scheme != ts.PLAIN else "no entities (scored per word)"
+        return f"a tag per word ({scheme}): {len(tags)} tags, {what}"
+
+    def card_predict(self, library: str, prompts_in_input: bool) -> str:
+        """The tags per sub-word, then (where transformers' pipeline can run the model: not a
+        probe's function, not with virtual tokens in the input) the pipeline's entities."""
+        if library == "own" or prompts_in_input:
+            return self.card_output
+        return self.card_output + (
+            "from transformers import pipeline\n"
+            'tagger = pipeline("token-classification", model=model, tokenizer=tok,\n'
+            '                  aggregation_strategy="simple")\n'
+            'print(tagger("an example text"))\n'
+        )
+
+    def card_outputs(self, label_names: list[str]) -> str:
+        return f"Tags per word: {', '.join(label_names)}."
+
+    def headline_of(self, metrics: dict[str, Any]) -> dict[str, Any]:
+        """The headline metrics and the per-type table (per tag, for part of speech)."""
+        return {**super().headline_of(metrics), "per_entity": metrics.get("per_entity")}
+
+    def epoch_text(self, metrics: dict[str, Any]) -> str:
+        shown = " ".join(
+            f"{k.replace('_', '-')} {metrics[k]:.4f}" for k in self.headline if metrics.get(k) is not None
+        )
+        return f"{shown} eval loss {metrics['eval_loss']:.4f}"

@@ -1,0 +1,93 @@
+"""Every method trains token classification (issue 38) on the tiny random BERT from a CoNLL
+file, and its export reloads as ``AutoModelForTokenClassification`` (or the probe's own head):
+the standard libraries' load in a fresh process predicts the stored sentences again, and so
+does the model card's own snippet outside the app, whose pipeline gives entities where
+transformers' pipeline can run the model."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from backend.artifacts.reload_check import run_fresh_processes
+from backend.methods import registry
+from backend.run import run_training
+from backend.training.config import TrainConfig
+from tests.fresh_python import fresh_python_each
+from tests.tiny_models import TINY_BERT
+from tests.token_data import sentences, write_conll
+
+METHODS = [spec.key for spec in registry.all_methods()]
+# After the card's snippet: each stored sentence's tag per word, as the snippet's model gives it
+WORD_TAGS = """
+import json as _json
+_chk = _json.load(open("check_predictions.json"))
+_words = [t.split(" ") for t in _chk["texts"]]
+_enc = tok(_words, is_split_into_words=True, return_tensors="pt", truncation=True, max_length={max_length},
+           padding=True)
+with torch.no_grad():
+    _out = model(**_enc)
+_logits = getattr(_out, "logits", _out)[:, -_enc["input_ids"].shape[1]:]
+_tags = []
+for _i in range(len(_words)):
+    _seen, _row = set(), []
+    for _j, _w in enumerate(_enc.word_ids(_i)):
+        if _w is not None and _w not in _seen:
+            _seen.add(_w)
+            _row.append(int(_logits[_i, _j].argmax()))
+    _tags.append(_row)
+print("RESULT", _json.dumps({{"tags": _tags, "pipeline": "tagger" in globals()}}))
+"""
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    root = tmp_path_factory.mktemp("tokens")
+    data = write_conll(root / "train.conll", sentences(80, 0))
+    summaries = {}
+    for method in METHODS:
+        epochs = 1 if method != "probe" else 5
+        cfg = TrainConfig(data=str(data), method=method, model=TINY_BERT, epochs=epochs, batch_size=16,
+                          max_length=32, lr=None, early_stopping_patience=0)  # fmt: skip
+        summaries[method] = run_training(cfg, root / method, feature_cache_dir=root / "features")
+    folders = [Path(summaries[m]["artifact_dir"]) for m in METHODS]
+    jobs = []
+    for folder in folders:
+        code = re.search(r"```python\n(.*?)```", (folder / "README.md").read_text(), re.S).group(1)
+        max_length = json.loads((folder / "workbench.json").read_text())["max_length"]
+        jobs.append((folder, code + WORD_TAGS.format(max_length=max_length)))
+    checks = dict(zip(METHODS, run_fresh_processes(folders), strict=True))
+    cards = dict(zip(METHODS, fresh_python_each(jobs), strict=True))
+    return {"summaries": summaries, "checks": checks, "cards": cards}
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_every_method_trains_tags_and_its_export_reloads(exported: dict[str, Any], method: str) -> None:
+    summary = exported["summaries"][method]
+    assert (summary["task"], summary["primary_metric"]) == ("token-classification", "entity_f1")
+    assert summary["score"] == pytest.approx(summary["entity_f1"])
+    for key in ("entity_precision", "entity_recall", "entity_macro_f1", "token_accuracy"):
+        assert 0.0 <= summary[key] <= 1.0, key
+    assert set(summary["per_entity"]) == {"PER", "LOC"}  # seqeval's per-type table
+    assert summary["baseline"]["tag"] == "O" and summary["baseline"]["score"] == 0.0
+    low, high = summary["score_ci"]
+    assert low <= summary["score"] <= high
+    out = Path(summary["artifact_dir"])
+    manifest = json.loads((out / "workbench.json").read_text())
+    assert manifest["task"] == "token-classification"
+    result = exported["checks"][method]
+    assert result["ok"], result
+    stored = json.loads((out / "check_predictions.json").read_text())
+    want = [list(np.nan_to_num(np.asarray(p, dtype=float)).argmax(-1)[: len(t.split(" "))])
+            for p, t in zip(stored["probs"], stored["texts"], strict=True)]  # fmt: skip
+    card = exported["cards"][method]
+    assert card["tags"] == want  # the card's snippet, outside the app, tags every word the same
+    readme = (out / "README.md").read_text()
+    assert "AutoModelForSequenceClassification" not in readme and "bootstrap over the sentences" in readme
+    # transformers' pipeline runs the export, except a probe (a function) and virtual input tokens
+    assert card["pipeline"] == (manifest["library"] != "own" and not registry.get(method).feeds_embeddings)
