@@ -56,7 +56,8 @@ def final_fields(summary: dict[str, Any], out_dir: Path) -> dict[str, Any]:
     best = json.loads(metrics_file.read_text()).get("best") if metrics_file.is_file() else None
     evaluation = None
     if best:
-        per_class = best.get("per_class") or {}
+        # the per-class table (a tag-per-word run's: per entity type, or per tag)
+        per_class = best.get("per_class") or best.get("per_entity") or {}
         evaluation = {
             "labels": list(per_class),
             "per_class": per_class,

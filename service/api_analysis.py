@@ -120,6 +120,11 @@ class AnalysisApi(WorkbenchState):
         if sort not in SORTS:
             raise ConfigError(f"sort must be one of {', '.join(SORTS)}, not {sort!r}")
         frame = self._predictions(job_id, dataset_id)
+        if "errors" in frame:  # tags per word: the sentences with the most entity (word) errors first
+            frame = frame[frame["errors"] > 0] if wrong_only else frame
+            if sort != "row":
+                frame = frame.sort_values("errors", ascending=sort == "confidence_asc", kind="stable")
+            return frame
         if "error" in frame:  # a prediction that is a number (regression): residuals
             if wrong_only:  # off by more than the run's RMSE
                 frame = frame[frame["error"].abs() > np.sqrt(np.mean(frame["error"] ** 2))]
@@ -153,9 +158,15 @@ class AnalysisApi(WorkbenchState):
         total = len(self._predictions(job_id, dataset_id))
         frame = self._filtered(job_id, wrong_only, true_label, predicted_label, sort, dataset_id)
         shown = frame.head(max(0, min(int(limit), MAX_ROWS)))
-        columns = ["row", "text", "pair", "true", "predicted", "confidence", "correct", "error"]
+        columns = ["row", "text", "pair", "true", "predicted", "confidence", "correct", "error", "errors"]
         rows = [{k: _plain(r.get(k)) for k in columns} for r in shown.to_dict("records")]
-        kind = "score" if "error" in frame else "label"  # score: residuals, no confidence
+        for row, record in zip(rows, shown.to_dict("records"), strict=True):
+            if "true_entities" in record:  # spans of the gold and the predicted tags, side by side
+                row["true_entities"] = json.loads(record["true_entities"])
+                row["predicted_entities"] = json.loads(record["predicted_entities"])
+                row["plain"] = bool(record.get("plain"))
+        # score: residuals, no confidence; tags: a tag per word, sentences by their errors
+        kind = "tags" if "errors" in frame else "score" if "error" in frame else "label"
         return {"job_id": job_id, "kind": kind, "total": total, "matching": len(frame), "rows": rows}
 
     def predictions_csv(self, job_id: int, **filters: Any) -> Path:
@@ -173,7 +184,7 @@ class AnalysisApi(WorkbenchState):
         suffix = f"-dataset-{filters['dataset_id']}" if filters.get("dataset_id") else ""
         target = self.settings.data_dir / "exports" / f"job-{job_id}{suffix}-predictions.csv"
         target.parent.mkdir(parents=True, exist_ok=True)
-        write_csv(frame.drop(columns=["probs"]), target)
+        write_csv(frame.drop(columns=["probs"], errors="ignore"), target)
         return target
 
     def disagreements(self, job_a: int, job_b: int, limit: int = 200) -> dict[str, Any]:
@@ -186,8 +197,8 @@ class AnalysisApi(WorkbenchState):
         differ = a["predicted"].to_numpy() != b["predicted"].to_numpy()
         rows = [
             {"row": _plain(a["row"].iloc[i]), "text": a["text"].iloc[i], "true": a["true"].iloc[i],
-             "a_predicted": a["predicted"].iloc[i], "a_confidence": float(a["confidence"].iloc[i]),
-             "b_predicted": b["predicted"].iloc[i], "b_confidence": float(b["confidence"].iloc[i])}
+             "a_predicted": a["predicted"].iloc[i], "a_confidence": _confidence(a, i),
+             "b_predicted": b["predicted"].iloc[i], "b_confidence": _confidence(b, i)}
             for i in np.flatnonzero(differ)[: max(0, min(int(limit), MAX_ROWS))]
         ]  # fmt: skip
         return {"jobs": [job_a, job_b], "disagree": int(differ.sum()), "total": len(a), "rows": rows}
@@ -198,8 +209,16 @@ class AnalysisApi(WorkbenchState):
 
         frame = self._predictions(job_id, dataset_id)
         if "confidence" not in frame:
-            raise ConfigError(f"job {job_id} predicts a number, not a class: no confidence to calibrate")
+            what = "a tag per word" if "errors" in frame else "a number"
+            raise ConfigError(
+                f"job {job_id} predicts {what}, not a class per text: no confidence to calibrate"
+            )
         return {"job_id": job_id, **calibration(frame["confidence"].to_numpy(), frame["correct"].to_numpy())}
+
+
+def _confidence(frame: Any, i: int) -> float | None:
+    """A row's confidence; None for a task without one (a number, a tag per word)."""
+    return float(frame["confidence"].iloc[i]) if "confidence" in frame else None
 
 
 def _evaluation_file(artifact_dir: str, dataset_id: int, suffix: str) -> Path:

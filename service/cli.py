@@ -95,7 +95,7 @@ def cmd_predict(args: argparse.Namespace, settings: Settings) -> int:
                 f"{args.data}: no column '{col}'; columns found: {', '.join(map(str, df.columns))}. "
                 "Use --text-column / --text-pair-column."
             )
-    texts = [predictor.task.text_of(cell) for cell in df[text_col].tolist()]
+    texts = [predictor.task.text_of(cell) for cell in df[text_col].tolist()]  # words of a list, as read
     pairs = df[pair_col].astype(str).tolist() if pair_col else None
     out = pd.DataFrame({text_col: texts, **predictor.predict_columns(texts, pairs)})
     write_csv(out, args.out)  # formula-like cells quoted: people open this in a spreadsheet

@@ -82,6 +82,7 @@ class DatasetPreview(TypedDict):
     label_counts: dict[str, int]  # usable rows only (bins of a score)
     invalid_rows: int
     preview: list[dict[str, Any]]  # the first rows, as read
+    tagged: list[dict[str, Any]] | None  # token data: the first sentences' words, tags, entities
     char_length: dict[str, int]  # p50, p90, p95, p99, max
     token_length: dict[str, int] | None  # the same; None without a tokenizer
     token_histogram: list[HistogramBin] | None

@@ -24,6 +24,7 @@ from ui.tabs.probing import build_probing_tab
 from ui.tabs.runs import build_runs_tab
 from ui.tabs.sweeps import build_sweeps_tab
 from ui.tabs.train import build_train_tab
+from ui.tagged import CSS as TAGGED_CSS
 
 TITLE = "Adaptation workbench"
 DELETE_CACHE = (3600, 24 * 3600)  # every hour, temporary files older than a day
@@ -64,6 +65,7 @@ td.wb-selected { outline: 2px solid var(--color-accent); outline-offset: -2px; }
 #wb-nav button { flex: 0 1 auto; }
 """
     + HIDDEN_CSS
+    + TAGGED_CSS
 )
 
 

@@ -114,11 +114,38 @@ def examples_table(result: dict[str, Any]) -> str:
     return tables.to_html(pd.DataFrame(rows, columns=columns), caption=caption, empty="No example matches.")
 
 
+def tagged_examples(result: dict[str, Any]) -> str:
+    """A tag-per-word run's sentences, the most errors first: gold and predicted spans side by side."""
+    from ui.tagged import sentence_html
+
+    rows = []
+    for r in result["rows"]:
+        words, plain = str(r["text"]).split(" "), bool(r.get("plain"))
+        gold = {
+            "words": words,
+            "tags": str(r["true"]).split(" "),
+            "entities": r.get("true_entities"),
+            "plain": plain,
+        }
+        predicted = {"words": words, "tags": str(r["predicted"]).split(" "),
+                     "entities": r.get("predicted_entities"), "plain": plain}  # fmt: skip
+        rows.append([r["row"], r["errors"], sentence_html(gold), sentence_html(predicted)])
+    caption = f"{result['matching']:,} of {result['total']:,} sentences match, the most errors first"
+    if len(rows) < result["matching"]:
+        caption += f" (first {len(rows):,} shown; the CSV has them all)"
+    frame = pd.DataFrame(rows, columns=["Row", "Errors", "Gold", "Predicted"])
+    return tables.to_html(frame, caption=caption, empty="No sentence matches.")
+
+
+def _with_confidence(label: str, confidence: float | None) -> str:
+    return label if confidence is None else f"{label} ({confidence:.2f})"
+
+
 def disagreements_table(result: dict[str, Any], names: tuple[str, str]) -> str:
     a, b = names
     rows = [
-        [r["row"], r["text"], r["true"], f"{r['a_predicted']} ({r['a_confidence']:.2f})",
-         f"{r['b_predicted']} ({r['b_confidence']:.2f})"]
+        [r["row"], r["text"], r["true"], _with_confidence(r["a_predicted"], r["a_confidence"]),
+         _with_confidence(r["b_predicted"], r["b_confidence"])]
         for r in result["rows"]
     ]  # fmt: skip
     caption = f"The runs disagree on {result['disagree']:,} of {result['total']:,} examples"

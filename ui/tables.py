@@ -7,6 +7,7 @@ durations) so every tab shows them the same way.
 from __future__ import annotations
 
 import html
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
@@ -203,7 +204,14 @@ def config_diff(compare: dict[str, Any]) -> pd.DataFrame:
 
 
 def predictions_table(results: list[dict[str, Any]]) -> pd.DataFrame:
-    """Try it: each run's predicted label and confidence for the one text."""
+    """Try it: each run's predicted label and confidence for the one text (a token task's: the
+    sentence with its predicted entities drawn in, ``ui.tagged``)."""
+    from ui.tagged import sentence_html
+
+    if any("words" in (r.get("predictions") or [{}])[0] for r in results):
+        firsts = [(r, r["predictions"][0]) for r in results if r.get("predictions")]
+        tagged = [[run_label(r["id"], r["name"]), sentence_html(item), item["label"]] for r, item in firsts]
+        return pd.DataFrame(tagged, columns=["Run", "Prediction", "Entities"])
     rows = [
         [
             run_label(r["id"], r["name"]),
@@ -247,6 +255,17 @@ def confusion_html(compare: dict[str, Any]) -> str:
     return f'<div class="wb-confusions">{"".join(parts)}</div>'
 
 
+@dataclass(frozen=True)
+class Html:
+    """A cell already rendered as HTML (its text escaped where it was made): ``to_html`` keeps
+    it. Not a ``str`` subclass: pandas would store that as a plain string."""
+
+    markup: str
+
+    def __str__(self) -> str:
+        return self.markup
+
+
 def to_html(
     frame: pd.DataFrame,
     *,
@@ -269,7 +288,10 @@ def to_html(
         attrs = "" if key is None else f' data-key="{html.escape(str(key))}"'
         if key is not None and key == selected:
             attrs += ' class="wb-selected" aria-selected="true"'
-        cells = "".join(f"<td>{html.escape('' if v is None else str(v))}</td>" for v in values)
+        cells = "".join(
+            f"<td>{v if isinstance(v, Html) else html.escape('' if v is None else str(v))}</td>"
+            for v in values
+        )
         rows.append(f"<tr{attrs}>{cells}</tr>")
     title = f'<div class="wb-caption">{html.escape(caption)}</div>' if caption else ""
     body = "".join(rows) or f'<tr><td colspan="{max(1, len(frame.columns))}">{html.escape(empty)}</td></tr>'

@@ -138,9 +138,23 @@ class Predictor:
         return predict_probs(self.model, enc, self.device, batch_size=batch_size, task=self.task)
 
     def predict_items(self, texts: list[str], pairs: list[str] | None = None) -> list[dict[str, Any]]:
-        """Each text's ``label``, ``probability`` (a class's) and ``score`` (a number's)."""
-        return self.task.prediction_items(self.predict_proba(texts, pairs), self.label_names)
+        """Each text's ``label``, ``probability`` (a class's) and ``score`` (a number's); a
+        token task's also its ``words`` (the text split as the task reads it), tags and entities."""
+        rows = self._rows(texts)
+        items = self.task.prediction_items(self.predict_proba(rows, pairs), self.label_names)
+        if self.task.sequences:
+            items = [{**item, "words": row.split(" ")} for item, row in zip(items, rows, strict=True)]
+        return items
 
     def predict_columns(self, texts: list[str], pairs: list[str] | None = None) -> dict[str, list[Any]]:
-        """``predict``'s output columns for the run's task (label and probability; score)."""
-        return self.task.prediction_columns(self.predict_proba(texts, pairs), self.label_names)
+        """``predict``'s output columns for the run's task (label and probability; score; tags
+        and entities)."""
+        return self.task.prediction_columns(self.predict_proba(self._rows(texts), pairs), self.label_names)
+
+    def _rows(self, texts: list[Any]) -> list[str]:
+        """Texts as the task's rows hold them (a token task's: words one space apart)."""
+        rows = [self.task.text_of(t) for t in texts]
+        empty = next((i for i, row in enumerate(rows) if not row.strip()), None)
+        if empty is not None and self.task.sequences:
+            raise ConfigError(f"text {empty + 1} has no words to tag; type a sentence")
+        return rows

@@ -100,6 +100,8 @@ def summarize(
         "label_counts": task.distribution(usable.names, usable.numeric),
         "invalid_rows": usable.dropped,
         "preview": [{str(k): _plain(v) for k, v in row.items()} for row in preview],
+        # token data: the first sentences' words, tags and entities, to draw (None: the table shows it)
+        "tagged": task.preview(usable.texts[:PREVIEW_ROWS], usable.names[:PREVIEW_ROWS]),
         "char_length": length_summary(char_lengths),
         "token_length": None if token_lengths is None else length_summary(token_lengths),
         # Bins, not the raw lengths: the UI draws a histogram without shipping every row.

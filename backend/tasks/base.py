@@ -187,6 +187,11 @@ class Task(ABC):
             counts[name] += 1
         return counts
 
+    def preview(self, texts: list[str], names: list[str]) -> list[dict[str, Any]] | None:
+        """The Data tab's view of a few rows when a table shows them badly (token data: each
+        sentence's words, tags and entities); None: the table is the view."""
+        return None
+
     def describe_labels(self, names: list[str], numeric: bool) -> str:
         """The Data tab's words for the label column ("2 labels")."""
         return f"{len(set(names))} labels"

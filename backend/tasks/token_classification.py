@@ -23,7 +23,15 @@ from backend.errors import DataError
 from backend.tasks import tag_schemes as ts
 from backend.tasks.base import Task
 from backend.tasks.token_scores import SentenceCounts, counts_metric, ratio_interval
-from backend.tasks.token_tags import IGNORE, per_tag, predicted_tags, scheme_of, spans, word_tags
+from backend.tasks.token_tags import (
+    IGNORE,
+    entity_dicts,
+    per_tag,
+    predicted_tags,
+    scheme_of,
+    spans,
+    word_tags,
+)
 
 if TYPE_CHECKING:
     import torch
@@ -238,7 +246,7 @@ class TokenClassification(Task):
             named = ", ".join(f"{e['type']} (words {e['start'] + 1}-{e['end']})" for e in entities)
             items.append({
                 "label": " ".join(row_tags) if plain else named or "no entities",
-                "probability": None, "score": None, "tags": row_tags, "entities": entities,
+                "probability": None, "score": None, "tags": row_tags, "entities": entities, "plain": plain,
                 "confidence": [round(float(c), 4) for c in np.max(probs[: len(row_tags)], -1)],
             })  # fmt: skip
         return items
@@ -257,13 +265,15 @@ class TokenClassification(Task):
             ]
         else:
             errors = [len(g ^ p) for g, p in zip(gold_spans, predicted_spans, strict=True)]
+        as_json = [json.dumps(entity_dicts(f)) for f in (*gold_spans, *predicted_spans)]
         return {
             "true": [" ".join(t) for t in gold],
             "predicted": [" ".join(t) for t in predicted],
             "correct": [g == p for g, p in zip(gold, predicted, strict=True)],
-            "errors": errors,
-            "confidence": [float(np.mean(np.max(o[: len(g)], -1))) if len(g) else 0.0
-                           for o, g in zip(outputs, gold, strict=True)],
+            "errors": errors,  # entities missed or wrong (words, for part of speech): error analysis's order
+            "true_entities": as_json[: len(gold)],
+            "predicted_entities": as_json[len(gold) :],
+            "plain": [scheme == ts.PLAIN] * len(gold),  # tags without entities: drawn under each word
         }  # fmt: skip
 
     def target_names(self, targets: list[Any], label_names: list[str]) -> list[str]:
@@ -290,6 +300,16 @@ class TokenClassification(Task):
     def distribution(self, names: list[str], numeric: bool) -> dict[str, int]:
         """Words per tag, the most frequent first."""
         return dict(Counter(t for n in names for t in n.split(" ")).most_common())
+
+    def preview(self, texts: list[str], names: list[str]) -> list[dict[str, Any]] | None:
+        tags = [n.split(" ") for n in names]
+        scheme = ts.detect(tags)
+        found = ts.entities([ts.to_iob2(t) if scheme == ts.IOB1 else t for t in tags], scheme)
+        return [
+            {"words": text.split(" "), "tags": row, "plain": scheme == ts.PLAIN,
+             "entities": entity_dicts(f)}
+            for text, row, f in zip(texts, tags, found, strict=True)
+        ]  # fmt: skip
 
     def describe_labels(self, names: list[str], numeric: bool) -> str:
         tags = {t for n in names for t in n.split(" ")}

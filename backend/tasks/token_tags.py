@@ -26,10 +26,15 @@ def predicted_tags(outputs: np.ndarray, label_names: list[str]) -> list[list[str
     return [[label_names[t] for t in best[i][words[i]]] for i in range(len(outputs))]
 
 
+def entity_dicts(found: set[tuple[str, int, int]]) -> list[dict[str, Any]]:
+    """Entities in word order as records: type, first word, end (exclusive)."""
+    return [{"type": k, "start": s, "end": e} for k, s, e in sorted(found, key=lambda x: x[1])]
+
+
 def spans(tags: list[list[str]], label_names: list[str]) -> list[list[dict[str, Any]]]:
     """Each sentence's entities in word order: type, first word, end (exclusive)."""
     found = ts.entities(tags, scheme_of(label_names))
-    return [[{"type": k, "start": s, "end": e} for k, s, e in sorted(f, key=lambda x: x[1])] for f in found]
+    return [entity_dicts(f) for f in found]
 
 
 def word_tags(

@@ -13,6 +13,7 @@ from backend.errors import ConfigError
 from ui import charts, tables
 from ui.endpoints import Endpoints
 from ui.feedback import done, problem
+from ui.tagged import sentence_html
 
 FILE_TYPES = [".csv", ".tsv", ".jsonl", ".json", ".parquet", ".conll", ".iob", ".txt", ".conllu"]
 NO_PAIR = "(none)"
@@ -138,8 +139,15 @@ class _Handlers:
         except Exception as exc:  # noqa: BLE001
             return (None, gr.skip(), gr.skip(), gr.skip(), problem(exc, "reading the dataset"), None, None)
         columns, mapping = preview["columns"], preview["mapping"]
+        shown = tables.to_html(
+            pd.DataFrame(preview["preview"], columns=columns), caption="Preview (first rows)"
+        )
+        if preview.get("tagged"):  # token data: the sentences with their tags drawn in
+            rows = [[i, sentence_html(item)] for i, item in enumerate(preview["tagged"], start=1)]
+            caption = "Preview (first sentences, tags drawn in)"
+            shown = tables.to_html(pd.DataFrame(rows, columns=["Row", "Sentence"]), caption=caption)
         return (
-            tables.to_html(pd.DataFrame(preview["preview"], columns=columns), caption="Preview (first rows)"),
+            shown,
             gr.update(choices=columns, value=mapping["text"]),
             gr.update(choices=[NO_PAIR, *columns], value=mapping["text_pair"] or NO_PAIR),
             gr.update(choices=columns, value=mapping["label"]),

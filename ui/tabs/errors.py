@@ -19,6 +19,7 @@ from ui.error_views import (
     disagreements_table,
     examples_table,
     reliability_svg,
+    tagged_examples,
 )
 from ui.feedback import done, problem
 from ui.nav import Page
@@ -75,6 +76,8 @@ class _Handlers:
             result = self.endpoints.predictions(int(job_id), **filters, **where)
             if result.get("kind") == "score":
                 return self._residuals(int(job_id), result, filters, where)
+            if result.get("kind") == "tags":
+                return self._tagged(int(job_id), result, filters, where)
             calibration = self.endpoints.calibration(int(job_id), source or None)
             labels, matrix, accuracy = self._confusion(int(job_id), source)
             csv = self.endpoints.predictions_csv(int(job_id), **filters, **where)
@@ -111,6 +114,18 @@ class _Handlers:
             examples_table(result),
             gr.DownloadButton(value=csv.path, interactive=True),
         )
+
+    def _tagged(
+        self, job_id: int, result: dict[str, Any], filters: dict[str, Any], where: dict[str, Any]
+    ) -> tuple[str, str, str, str, Any]:
+        """A tag-per-word run: its scores, and its sentences with the most entity errors first,
+        gold and predicted spans side by side ("wrong only": sentences with an error)."""
+        job = self.endpoints.job(job_id, 0)
+        metrics = job.get("metrics") or {}
+        shown = [f"{k} {metrics[k]:.4f}" for k in job.get("headline") or () if metrics.get(k) is not None]
+        summary = f"**{result['total']:,} sentences** · {' · '.join(shown)} · the most errors first"
+        csv = self.endpoints.predictions_csv(job_id, **filters, **where)
+        return summary, "", "", tagged_examples(result), gr.DownloadButton(value=csv.path, interactive=True)
 
     def _confusion(self, job_id: int, source: int | None) -> tuple[list[str], list[list[int]], float]:
         if source:

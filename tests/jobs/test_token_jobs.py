@@ -1,0 +1,70 @@
+"""Token classification as jobs (issue 38): real workers train a CoNLL upload, the job row
+carries the task and entity F1, Compare pairs two runs sentence by sentence and charts their
+per-entity F1, error analysis lists sentences by their entity errors with gold and predicted
+spans, calibration is refused, Try it splits a typed sentence into words and tags them, and a
+run evaluates on another token file."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from backend.errors import ConfigError
+from jobs.supervisor import Supervisor
+from service.api import Workbench
+from tests.jobs.conftest import quick_job, wait_status
+from tests.token_data import sentences, write_conll, write_jsonl
+from ui.error_views import tagged_examples
+from ui.tables import predictions_table
+
+
+def test_token_jobs_train_compare_and_explain_their_errors(
+    bench: Workbench, tmp_path: Path, supervisors: Callable[..., Supervisor]
+) -> None:
+    data = bench.register_dataset(write_conll(tmp_path / "train.conll", sentences(120, 1)))
+    preview = bench.dataset_preview(data["id"])  # the Data tab: sentences with their tags drawn in
+    assert preview["task"] == "token-classification" and preview["rows"] == 120
+    assert preview["tagged"] and preview["tagged"][0]["entities"] and not preview["tagged"][0]["plain"]
+    assert set(preview["label_counts"]) == {"O", "B-PER", "I-PER", "B-LOC", "I-LOC"}
+    evals = write_conll(tmp_path / "eval.conll", sentences(40, 2))
+    config = quick_job(Path(data["path"]), eval_data=str(evals), epochs=3, max_length=32)
+    jobs = [bench.submit(config), bench.submit({**config, "method": "probe", "epochs": 5})]
+    supervisors()
+    lora, probe = (wait_status(bench, j) for j in jobs)
+    assert [lora["status"], probe["status"]] == ["succeeded"] * 2, [lora["error"], probe["error"]]
+    for job in (lora, probe):
+        assert (job["task"], job["primary_metric"]) == ("token-classification", "entity_f1")
+        assert job["score"] == pytest.approx(job["metrics"]["entity_f1"])
+
+    result = bench.significance(jobs)  # sentences are the unit paired
+    assert result["metric"] == "entity_f1" and result["eval_rows"] == 40
+    assert result["pairs"][0]["test"] == "paired permutation"
+    shown = bench.compare(jobs)
+    assert set(shown["per_class_f1"][jobs[0]]) == {"PER", "LOC"}  # Compare's per-entity F1
+
+    examples = bench.predictions(jobs[0])  # the sentences with the most entity errors first
+    errors = [r["errors"] for r in examples["rows"]]
+    assert examples["kind"] == "tags" and examples["total"] == 40 and errors == sorted(errors, reverse=True)
+    first = examples["rows"][0]
+    assert {e["type"] for e in first["true_entities"]} == {"PER", "LOC"}
+    drawn = tagged_examples(examples)
+    assert drawn.count("<tr>") == 41 and 'class="wb-ent"' in drawn
+    wrong = bench.predictions(jobs[0], wrong_only=True)
+    assert all(r["errors"] > 0 for r in wrong["rows"]) and wrong["matching"] == sum(e > 0 for e in errors)
+    with pytest.raises(ConfigError, match="a tag per word"):
+        bench.calibration(jobs[0])
+
+    (tagged,) = bench.predict([jobs[0]], ["I met Ada Lovelace in New York."])  # Try it
+    (item,) = tagged["predictions"]
+    assert item["words"] == ["I", "met", "Ada", "Lovelace", "in", "New", "York", "."]
+    assert len(item["tags"]) == 8 and all(e["end"] <= 8 for e in item["entities"])
+    assert "wb-tagged" in str(predictions_table([tagged]).iloc[0]["Prediction"])
+    with pytest.raises(ConfigError, match="no words"):
+        bench.predict([jobs[0]], ["   "])
+
+    other = bench.register_dataset(write_jsonl(tmp_path / "other.jsonl", sentences(30, 3)))
+    evaluated = bench.evaluate(jobs[0], other["id"])
+    assert evaluated["rows"] == 30 and 0.0 <= evaluated["entity_f1"] <= 1.0
+    assert bench.predictions(jobs[0], dataset_id=other["id"])["kind"] == "tags"
