@@ -78,9 +78,11 @@ def test_conllu_reads_upos_xpos_or_a_misc_field(tmp_path: Path) -> None:
 
 
 def test_span_jsonl_becomes_words_and_iob2_and_counts_spans_off_word_boundaries(tmp_path: Path) -> None:
-    doccano = [{"text": f"{name} lives in Paris now", "label": [[0, len(name), "PER"], [len(name) + 10, len(name) + 15, "LOC"]]}
-               for name in ("Ada Lovelace", "Bob", "Mary Smith", "Sam")] * 3  # fmt: skip
-    doccano = [json.loads(json.dumps(row)) for row in doccano]  # each row its own lists
+    names = ("Ada Lovelace", "Bob", "Mary Smith", "Sam") * 3
+    doccano = [
+        {"text": f"{n} lives in Paris now", "label": [[0, len(n), "PER"], [len(n) + 10, len(n) + 15, "LOC"]]}
+        for n in names
+    ]
     doccano[0]["label"].append([1, 3, "PER"])  # inside a word: left out, counted
     data = prepare(write_jsonl_rows(tmp_path / "d.jsonl", doccano))
     assert any("1 span(s) do not start and end on a word boundary" in w for w in data.warnings)
@@ -89,8 +91,11 @@ def test_span_jsonl_becomes_words_and_iob2_and_counts_spans_off_word_boundaries(
         for t, tags in zip(data.train.texts, data.train.labels, strict=True)
     }
     assert tags["Ada Lovelace lives in Paris now"] == ["B-PER", "I-PER", "O", "O", "B-LOC", "O"]
-    studio = [{"data": {"text": "Rome is big"}, "annotations": [{"result": [{"value": {"start": 0, "end": 4,
-               "labels": ["LOC"]}}]}]}, {"data": {"text": "Bob is big"}, "annotations": [{"result": []}]}] * 4  # fmt: skip
+    rome = {"value": {"start": 0, "end": 4, "labels": ["LOC"]}}
+    studio = [
+        {"data": {"text": "Rome is big"}, "annotations": [{"result": [rome]}]},
+        {"data": {"text": "Bob is big"}, "annotations": [{"result": []}]},
+    ] * 4
     data = prepare(write_jsonl_rows(tmp_path / "ls.jsonl", studio))
     assert data.label_names == ["O", "B-LOC"]
 
@@ -110,7 +115,7 @@ def test_schemes_are_detected_iob1_is_repaired_and_ill_formed_sentences_are_coun
     data = prepare(write_jsonl(tmp_path / "iob1.jsonl", iob1))
     assert any("IOB1" in w and "converted to IOB2" in w for w in data.warnings)
     assert set(data.label_names) == {"O", "B-PER", "I-PER", "B-LOC", "I-LOC"}
-    stray = [*ROWS[:20], (["x", "Paris"], ["O", "I-LOC"])] + ROWS[20:]  # one stray I-: IOB2 still
+    stray = [*ROWS[:20], (["x", "Paris"], ["O", "I-LOC"]), *ROWS[20:]]  # one stray I-: IOB2 still
     data = prepare(write_jsonl(tmp_path / "stray.jsonl", stray))
     assert any("1 sentence(s) have ill-formed IOB2 tags" in w for w in data.warnings)
 
