@@ -112,6 +112,13 @@ def layer_accuracy(layers: list[dict[str, Any]]) -> tuple[pd.DataFrame, list[str
     return frame, names, best
 
 
+def layer_curves(series: list[tuple[str, list[dict[str, Any]]]]) -> pd.DataFrame:
+    """Each named layer table as a line of its primary score (or accuracy) by layer number."""
+    rows = [[r["layer"], r["accuracy"] if "accuracy" in r else r.get("score"), name]
+            for name, layers in series for r in sorted(layers, key=lambda r: r["layer"])]  # fmt: skip
+    return pd.DataFrame(rows, columns=["layer", "score", "task"])
+
+
 def layer_name(layer: int, width: int = 1) -> str:
     """0 is the embedding output, 1..L the transformer layers.
 

@@ -404,3 +404,44 @@ def _type_common(page: Any, *, epochs: str, lr: str) -> None:
     for label, value in typed:
         page.get_by_role("spinbutton", name=label).fill(value)
         page.get_by_role("spinbutton", name=label).press("Enter")
+
+
+def test_a_conll_upload_trains_lora_and_try_it_highlights_its_entities(
+    page: Any, client: Any, tmp_path: Path, artifacts: Path
+) -> None:
+    """Issue 38: a CoNLL file (a word and a tag per line) is recognised as token data and drawn
+    with its entities; LoRA trains on it from the Train tab; Try it marks the entities of a
+    typed sentence."""
+    from playwright.sync_api import expect
+
+    from tests.token_data import sentences, write_conll
+
+    conll = write_conll(tmp_path / "people-places.conll", sentences(120, 7))
+    page.locator("#upload-dataset input[type=file]").set_input_files(str(conll))
+    expect(page.locator("#data-message")).to_contain_text("Registered")
+    preview = page.locator("#data-preview")
+    expect(preview.locator("mark.wb-ent").first).to_be_visible()  # the tags drawn in, by type
+    expect(preview).to_contain_text("Preview (first sentences, tags drawn in)")
+    expect(page.get_by_text("a tag per word (IOB2)")).to_be_visible()
+    shot(page, artifacts, "09-data-tokens")
+
+    nav(page, "Train").click()
+    page.get_by_role("radio", name="LoRA", exact=True).check()
+    _type_common(page, epochs="6", lr="0.003")  # a few seconds on the 108 training sentences
+    job_id = _launch(page)
+    finished = wait_finished(client, [job_id])[job_id]
+    assert finished["status"] == "succeeded", finished
+    assert finished["task"] == "token-classification"
+
+    nav(page, "Compare").click()
+    page.get_by_role("button", name="Refresh list").filter(visible=True).click()
+    page.get_by_role("checkbox", name=re.compile(rf"^#{job_id} ")).check()
+    page.get_by_role("button", name="Compare ticked runs").click()
+    expect(page.locator("#compare-table")).to_contain_text(f"#{job_id} ")
+    page.get_by_label("Text to classify").fill("I met Ada Lovelace in New York today")
+    page.get_by_role("button", name="Predict", exact=True).click()
+    marks = page.locator("#predictions mark.wb-ent")
+    expect(marks.filter(has_text="Ada Lovelace")).to_have_count(1, timeout=JOB_TIMEOUT_MS)
+    expect(marks.filter(has_text="New York")).to_have_count(1)
+    expect(marks.filter(has_text="Ada Lovelace")).to_contain_text("PER")
+    shot(page, artifacts, "10-try-it-entities")

@@ -1,4 +1,6 @@
-"""Probing by layer: a probing run's accuracy at every layer, the best layer marked."""
+"""Probing by layer: a probing run's accuracy at every layer, the best layer marked, and beside
+it the layer curve of another task's sweep on the same base model (BERTology: part of speech
+sits low, entities and sentence meaning higher up)."""
 
 from __future__ import annotations
 
@@ -26,20 +28,38 @@ def probe_choices(endpoints: Endpoints) -> list[tuple[str, int]]:
     return [(charts.run_label(j["id"], j["name"]), j["id"]) for j in probes]
 
 
-def show(endpoints: Endpoints, job_id: int | None) -> tuple[Any, str]:
-    """The layer chart and a line naming the best layer."""
+def companion(endpoints: Endpoints, job: dict[str, Any]) -> dict[str, Any] | None:
+    """The newest layer sweep of the same base model for another task, if there is one."""
+    others = [
+        j for j in endpoints.jobs()
+        if j["status"] == "succeeded" and j["knobs"] == "all layers" and j["model"] == job["model"]
+        and j.get("task") != job.get("task")
+    ]  # fmt: skip
+    return endpoints.job(int(others[0]["id"]), log_tail=0) if others else None
+
+
+def show(endpoints: Endpoints, job_id: int | None) -> tuple[Any, str, Any]:
+    """The layer chart, a line naming the best layer, and the curves of every task probed on
+    this base model (this run's and another task's sweep, when there is one)."""
     if not job_id:
-        return None, ""
+        return None, "", None
     try:
         job = endpoints.job(int(job_id), log_tail=0)
+        other = companion(endpoints, job)
     except Exception as exc:  # noqa: BLE001
-        return None, problem(exc, "reading the run")
+        return None, problem(exc, "reading the run"), None
     frame, order, best = charts.layer_accuracy(job.get("layer_accuracy") or [])
     if best is None:
-        return None, (
-            "This probe trained one layer only. Queue a probing run with "
-            "**Probe every layer** ticked to see every layer."
+        return (
+            None,
+            (
+                "This probe trained one layer only. Queue a probing run with "
+                "**Probe every layer** ticked to see every layer."
+            ),
+            None,
         )
+    curves = [job] + ([other] if other and other.get("layer_accuracy") else [])
+    series = [(f"#{j['id']} {j.get('task')}: {j.get('primary_metric')}", j["layer_accuracy"]) for j in curves]
     f1, metric = best.get("macro_f1"), job.get("primary_metric") or "accuracy"
     text = (
         f"Best layer: **{charts.layer_name(best['layer']).strip()}**: {metric} "
@@ -47,7 +67,9 @@ def show(endpoints: Endpoints, job_id: int | None) -> tuple[Any, str]:
         + (f", macro-F1 {f1:.3f}" if f1 is not None else "")
         + f" ({len(order)} layers probed, embeddings first)."
     )
-    return frame, text
+    if len(curves) > 1:
+        text += f" Beside it: run #{other['id']}, {other.get('task')} on the same base model."
+    return frame, text, charts.layer_curves(series)
 
 
 def build_probing_tab(endpoints: Endpoints, tab: Page) -> None:
@@ -68,6 +90,16 @@ def build_probing_tab(endpoints: Endpoints, tab: Page) -> None:
         color_map={charts.BEST: "#f97316", charts.OTHER: "#64748b"},
     )
 
+    curves = charts.plot(
+        gr.LinePlot,
+        "layer",
+        "score",
+        "Score by layer, every task probed on this base model",
+        color="task",
+        score=True,
+        elem_id="probing-curves",
+    )
+
     def reload(current: int | None) -> Any:
         choices = probe_choices(endpoints)
         ids = [c[1] for c in choices]
@@ -76,4 +108,4 @@ def build_probing_tab(endpoints: Endpoints, tab: Page) -> None:
     private: dict[str, Any] = {"api_visibility": "private"}
     for trigger in (tab.select, refresh.click):
         trigger(reload, [run], [run], **private)
-    run.change(lambda job_id: show(endpoints, job_id), [run], [plot, best], **private)
+    run.change(lambda job_id: show(endpoints, job_id), [run], [plot, best, curves], **private)
