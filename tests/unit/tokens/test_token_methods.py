@@ -19,7 +19,7 @@ from backend.methods import registry
 from backend.run import run_training
 from backend.training.config import TrainConfig
 from tests.fresh_python import fresh_python_each
-from tests.tiny_models import TINY_BERT
+from tests.tiny_models import TINY_BERT, TINY_LLAMA
 from tests.token_data import sentences, write_conll
 
 METHODS = [spec.key for spec in registry.all_methods()]
@@ -91,3 +91,16 @@ def test_every_method_trains_tags_and_its_export_reloads(exported: dict[str, Any
     assert "AutoModelForSequenceClassification" not in readme and "bootstrap over the sentences" in readme
     # transformers' pipeline runs the export, except a probe (a function) and virtual input tokens
     assert card["pipeline"] == (manifest["library"] != "own" and not registry.get(method).feeds_embeddings)
+
+
+@pytest.mark.parametrize("method", ["lora", "prompt", "probe"])
+def test_the_decoder_tags_words_too(tmp_path: Path, method: str) -> None:
+    """SmolLM2's architecture (the tiny Llama): left padding, virtual tokens in front of it, and
+    a per-word probe on the last layers' causal states; each export reloads and predicts the same."""
+    data = write_conll(tmp_path / "train.conll", sentences(60, 0))
+    cfg = TrainConfig(data=str(data), method=method, model=TINY_LLAMA, epochs=1, batch_size=16, max_length=32,
+                      lr=None, early_stopping_patience=0)  # fmt: skip
+    summary = run_training(cfg, tmp_path / method, feature_cache_dir=tmp_path / "features")
+    assert summary["task"] == "token-classification" and 0.0 <= summary["token_accuracy"] <= 1.0
+    (check,) = run_fresh_processes([Path(summary["artifact_dir"])])
+    assert check["ok"], check
