@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from backend.catalogue import label_kwargs
 from backend.cells import MAX_LISTED, NUMBER_RE, listing
 from backend.errors import DataError
 from backend.tasks.base import Task
@@ -63,12 +64,7 @@ class Classification(Task):
         return list(targets)
 
     def model_kwargs(self, label_names: list[str]) -> dict[str, Any]:
-        id2label = dict(enumerate(label_names))
-        return {
-            "num_labels": len(label_names),
-            "id2label": id2label,
-            "label2id": {v: k for k, v in id2label.items()},
-        }
+        return label_kwargs(label_names)
 
     def outputs(self, logits: torch.Tensor) -> torch.Tensor:
         return logits.float().softmax(-1)

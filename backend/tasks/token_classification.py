@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from backend.catalogue import label_kwargs
 from backend.cells import listing
 from backend.errors import DataError
 from backend.tasks import tag_schemes as ts
@@ -124,12 +125,7 @@ class TokenClassification(Task):
         return [min(set(tags), key=lambda t: (rows[t] < 2, rows[t], t)) if rows else 0 for tags in targets]
 
     def model_kwargs(self, label_names: list[str]) -> dict[str, Any]:
-        id2label = dict(enumerate(label_names))
-        return {
-            "num_labels": len(label_names),
-            "id2label": id2label,
-            "label2id": {v: k for k, v in id2label.items()},
-        }
+        return label_kwargs(label_names)
 
     def encode(
         self, tokenizer: Any, texts: list[str], pairs: list[str] | None, targets: list[Any], max_length: int

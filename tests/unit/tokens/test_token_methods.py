@@ -7,7 +7,6 @@ transformers' pipeline can run the model."""
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +17,8 @@ from backend.artifacts.reload_check import run_fresh_processes
 from backend.methods import registry
 from backend.run import run_training
 from backend.training.config import TrainConfig
-from tests.fresh_python import fresh_python_each
-from tests.tiny_models import TINY_BERT, TINY_LLAMA
+from tests.exports import train_and_reload
+from tests.tiny_models import TINY_LLAMA
 from tests.token_data import sentences, write_conll
 
 METHODS = [spec.key for spec in registry.all_methods()]
@@ -48,22 +47,7 @@ print("RESULT", _json.dumps({{"tags": _tags, "pipeline": "tagger" in globals()}}
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     root = tmp_path_factory.mktemp("tokens")
-    data = write_conll(root / "train.conll", sentences(80, 0))
-    summaries = {}
-    for method in METHODS:
-        epochs = 1 if method != "probe" else 5
-        cfg = TrainConfig(data=str(data), method=method, model=TINY_BERT, epochs=epochs, batch_size=16,
-                          max_length=32, lr=None, early_stopping_patience=0)  # fmt: skip
-        summaries[method] = run_training(cfg, root / method, feature_cache_dir=root / "features")
-    folders = [Path(summaries[m]["artifact_dir"]) for m in METHODS]
-    jobs = []
-    for folder in folders:
-        code = re.search(r"```python\n(.*?)```", (folder / "README.md").read_text(), re.S).group(1)
-        max_length = json.loads((folder / "workbench.json").read_text())["max_length"]
-        jobs.append((folder, code + WORD_TAGS.format(max_length=max_length)))
-    checks = dict(zip(METHODS, run_fresh_processes(folders), strict=True))
-    cards = dict(zip(METHODS, fresh_python_each(jobs), strict=True))
-    return {"summaries": summaries, "checks": checks, "cards": cards}
+    return train_and_reload(write_conll(root / "train.conll", sentences(80, 0)), root, METHODS, WORD_TAGS)
 
 
 @pytest.mark.parametrize("method", METHODS)
