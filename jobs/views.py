@@ -75,7 +75,9 @@ def task_fields(job: Job) -> dict[str, Any]:
     task = tasks.get(job.task)
     score = job.score if job.score is not None else job.accuracy
     headline = list(task.headline)
-    return {"task": task.key, "primary_metric": task.primary_metric, "headline": headline, "score": score}
+    # the run's own (tags without entities are scored by word accuracy); the task's before it ends
+    primary = (job.summary or {}).get("primary_metric") or task.primary_metric
+    return {"task": task.key, "primary_metric": primary, "headline": headline, "score": score}
 
 
 def job_row(job: Job, dataset_name: str | None) -> JobRow:
