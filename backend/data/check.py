@@ -202,6 +202,8 @@ def _label_text(value: object) -> str:
 
 
 def label_counts(usable: UsableRows) -> dict[str, int]:
-    """Usable rows per label name, in label-id order."""
+    """Usable rows per label name, in label-id order (token data: words per tag)."""
+    if usable.sequences:
+        return dict(Counter(tag for name in usable.names for tag in name.split(" ")).most_common())
     counts = Counter(usable.names)
     return {name: counts[name] for name in sorted_label_names(usable.names, usable.numeric)}

@@ -218,3 +218,10 @@ def test_the_cli_trains_named_columns_and_predict_writes_tags_and_spans(tmp_path
     assert list(written.columns) == ["text", "predicted_tags", "entities"]
     assert len(written["predicted_tags"][0].split(" ")) == 7  # I met Ada Lovelace in Rome .
     assert all(e["end"] <= 7 for e in json.loads(written["entities"][0]))
+
+
+def test_a_token_file_s_dataset_record_counts_words_per_tag(tmp_path: Path) -> None:
+    data = prepare(write_conll(tmp_path / "a.conll", ROWS))
+    words = sum(len(w) for w, _ in ROWS)
+    assert sum(data.spec.label_counts.values()) == words
+    assert set(data.spec.label_counts) == {"O", "B-PER", "I-PER", "B-LOC", "I-LOC"}
