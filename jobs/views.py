@@ -299,7 +299,8 @@ def per_class_f1(job: Job) -> dict[str, float] | None:
 
 
 def confusion(job: Job) -> Confusion | None:
-    """{"labels": [...], "matrix": [[...]]} at the best epoch (rows: true, columns: predicted)."""
-    if not job.evaluation:
+    """{"labels": [...], "matrix": [[...]]} at the best epoch (rows: true, columns: predicted);
+    None for a task without one (a score, a tag per word)."""
+    if not job.evaluation or not job.evaluation.get("confusion_matrix"):
         return None
     return {"labels": job.evaluation["labels"], "matrix": job.evaluation["confusion_matrix"]}

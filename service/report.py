@@ -31,7 +31,7 @@ from service.report_html import (
 from service.svg_charts import COSTS, bars_svg, curves_svg, pareto_svg
 
 RUN_HEADERS = (
-    "Run", "Dataset", "Method", "Settings", "Accuracy [95% CI]", "Macro-F1 [95% CI]", "Learning rate",
+    "Run", "Dataset", "Method", "Settings", "Score [95% CI]", "Macro-F1 [95% CI]", "Learning rate",
     "Trainable params", "Train time", "Adapter size", "Quantization", "Status", "Note",
 )  # fmt: skip
 NUMERIC = (4, 5, 6, 7, 8, 9)
@@ -58,7 +58,7 @@ def _run_row(row: Mapping[str, Any], job: Mapping[str, Any], best_id: int | None
         note = f"⚠ {row['lr_choice_warning']}"
     cells = [
         run_label(row), job.get("dataset") or DASH, row["method"], row.get("knobs") or "",
-        with_interval(row.get("accuracy"), row.get("score_ci")),
+        _score(row),
         with_interval(row.get("macro_f1"), row.get("macro_f1_ci")),
         learning_rate(row.get("lr"), bool(row.get("lr_auto"))),
         count(row.get("trainable_params"), row.get("trainable_percent")),
@@ -66,6 +66,14 @@ def _run_row(row: Mapping[str, Any], job: Mapping[str, Any], best_id: int | None
         row.get("quant") or DASH, row["status"], note,
     ]  # fmt: skip
     return cells, "best" if row["id"] == best_id else ""
+
+
+def _score(row: Mapping[str, Any]) -> str:
+    """The run's primary metric with its interval, named ("0.812 [0.78, 0.84] accuracy")."""
+    score = row.get("score") if row.get("score") is not None else row.get("accuracy")
+    metric = row.get("primary_metric") or "accuracy"
+    shown = with_interval(score, row.get("score_ci"))
+    return shown if shown == DASH else f"{shown} {metric}"
 
 
 def runs_table(compare: Mapping[str, Any], jobs: Mapping[int, Any], best_id: int | None = None) -> str:
@@ -81,11 +89,14 @@ def runs_table(compare: Mapping[str, Any], jobs: Mapping[int, Any], best_id: int
 
 
 def accuracy_chart(compare: Mapping[str, Any]) -> str:
-    """Each run's accuracy as a bar; the majority class as a dashed line when there is one set."""
+    """Each run's score (its task's primary metric: accuracy for classification) as a bar; the
+    majority class as a dashed line when there is one set."""
     baselines = compare.get("baselines") or []
     reference = baselines[0]["accuracy"] if len(baselines) == 1 else None
-    bars = [(run_label(r), r.get("accuracy")) for r in compare["table"]]
-    return bars_svg(bars, reference=reference, title="Accuracy on the evaluation set")
+    bars = [(run_label(r), r.get("score") if r.get("score") is not None else r.get("accuracy"))
+            for r in compare["table"]]  # fmt: skip
+    metrics = sorted({r.get("primary_metric") or "accuracy" for r in compare["table"]})
+    return bars_svg(bars, reference=reference, title=f"{' / '.join(metrics)} on the evaluation set")
 
 
 def _curves(compare: Mapping[str, Any], name: str) -> list[tuple[str, list[list[float]]]]:
@@ -121,7 +132,10 @@ def confusion_tables(compare: Mapping[str, Any]) -> str:
     for row in compare["table"]:
         matrix = _by_id(compare.get("confusion"), row["id"])
         if not matrix:
-            parts.append(f'<p class="meta">{cell(run_label(row))}: no evaluation yet.</p>')
+            parts.append(
+                f'<p class="meta">{cell(run_label(row))}: no confusion matrix (none yet, or a task '
+                "without one: a score, a tag per word).</p>"
+            )
             continue
         labels = matrix["labels"]
         pairs = zip(labels, matrix["matrix"], strict=False)
@@ -169,9 +183,9 @@ def _run_sections(compare: Mapping[str, Any], jobs: Mapping[int, Any], best_id: 
         return [section("Runs", '<p class="meta">No runs yet.</p>')]
     return [
         section("Runs", runs_table(compare, jobs, best_id)),
-        section("Accuracy", accuracy_chart(compare)),
+        section("Score", accuracy_chart(compare)),
         section("Training loss", loss_charts(compare)),
-        section("Per-class F1", per_class_table(compare)),
+        section("Per-class F1 (per entity type for a tag per word)", per_class_table(compare)),
         section("Confusion matrices", confusion_tables(compare), "Rows: true label; columns: predicted."),
         section("Configuration differences", config_diff_table(compare)),
         section("Full configurations", configs(compare, jobs)),

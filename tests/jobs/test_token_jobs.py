@@ -18,6 +18,7 @@ from tests.jobs.conftest import quick_job, wait_status
 from tests.token_data import sentences, write_conll, write_jsonl
 from ui.error_views import tagged_examples
 from ui.tables import predictions_table
+from ui.tabs.runs import summary
 
 
 def test_token_jobs_train_compare_and_explain_their_errors(
@@ -43,6 +44,9 @@ def test_token_jobs_train_compare_and_explain_their_errors(
     assert result["pairs"][0]["test"] == "paired permutation"
     shown = bench.compare(jobs)
     assert set(shown["per_class_f1"][jobs[0]]) == {"PER", "LOC"}  # Compare's per-entity F1
+    page = bench.report(jobs).read_text()  # the HTML report: the per-entity table, the score by name
+    assert "entity_f1" in page and "<td>PER</td>" in page.replace(" ", "")
+    assert f"entity_f1 {lora['score']:.3f}" in summary(lora)  # the Runs page's header
 
     examples = bench.predictions(jobs[0])  # the sentences with the most entity errors first
     errors = [r["errors"] for r in examples["rows"]]

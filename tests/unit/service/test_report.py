@@ -77,7 +77,7 @@ def test_a_comparison_report_holds_the_table_charts_and_configs(finished: dict[s
         assert f"#{row['id']} " in page
         # each score with its 95% interval (issue 37), as the run stored it
         acc, f1 = row["score_ci"], row["macro_f1_ci"]
-        assert f">{row['accuracy']:.3f} [{acc[0]:.3f}, {acc[1]:.3f}]<" in page
+        assert f">{row['accuracy']:.3f} [{acc[0]:.3f}, {acc[1]:.3f}] accuracy<" in page
         assert f">{row['macro_f1']:.3f} [{f1[0]:.3f}, {f1[1]:.3f}]<" in page
         config = shareable_config(bench.get_job(row["id"], log_tail=0)["config"])
         assert html.escape(json.dumps(config, indent=2, sort_keys=True)) in page
@@ -128,7 +128,7 @@ def test_a_run_without_results_is_reported_as_such(finished: dict[str, Any]) -> 
         bench.delete(queued)  # no supervisor runs in this module: it would only wait
     _self_contained(page)
     assert f"#{queued} " in page and "queued" in page
-    assert page.count("no evaluation yet") == 1 and page.count('class="wb-curves"') == 1
+    assert page.count("no confusion matrix") == 1 and page.count('class="wb-curves"') == 1
 
 
 def test_the_generation_time_is_in_the_title_block(finished: dict[str, Any]) -> None:
