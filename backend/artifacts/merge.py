@@ -17,28 +17,28 @@ from pathlib import Path
 from typing import Any
 
 from backend.artifacts.load import read_manifest
+from backend.artifacts.model_card import LOAD_SNIPPETS
 from backend.artifacts.save import make_portable
 from backend.catalogue import load_classifier, locate_base, model_info
 from backend.errors import ConfigError, ModelError
 from backend.methods import registry
+from backend.tasks import registry as tasks
+from backend.tasks.base import Task
 
 MAX_PROB_DIFF = 1e-3  # merging is exact up to float rounding; more than this is a bug
 
 _CARD = """# Merged LoRA model for `{base}`
 
 The LoRA update of run `{run}` folded into the base weights: a plain
-`transformers` sequence classifier (labels: {labels}). No peft needed.
+`transformers` model (`{auto_class}`). {outputs} No peft needed.
 
 ```python
 import torch
-from transformers import AutoModelForSequenceClassification, AutoTokenizer
-model = AutoModelForSequenceClassification.from_pretrained(".").eval()
-tok = AutoTokenizer.from_pretrained(".")
+{load}
 enc = tok(["an example text"], return_tensors="pt", truncation=True, max_length={max_length})
 with torch.no_grad():
-    probs = torch.softmax(model(**enc).logits, -1)
-print({{model.config.id2label[i]: float(p) for i, p in enumerate(probs[0])}})
-```
+    out = model(**enc)
+{predict}```
 """
 
 
@@ -60,52 +60,63 @@ def merge_lora(artifact_dir: str | Path, out_zip: str | Path) -> Path:
 
 
 def _merge(run: Path, manifest: dict[str, Any], merged: Path) -> None:
-    import torch
     from peft import PeftModel
     from transformers import AutoTokenizer
 
     info = model_info(locate_base(manifest))
-    base = load_classifier(info, manifest["label_names"])
+    task, names = tasks.get(manifest.get("task")), manifest["label_names"]
+    base = load_classifier(info, names, head=task.model_kwargs(names), auto_class=task.auto_class)
     model = PeftModel.from_pretrained(base, str(run)).merge_and_unload().eval()
     tokenizer = AutoTokenizer.from_pretrained(str(run))
-    _check(model, tokenizer, run, manifest, torch)
+    _check(model, tokenizer, run, manifest, task)
     tmp = merged.with_name(f".merged.{os.getpid()}.tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     model.save_pretrained(str(tmp), safe_serialization=True)
     tokenizer.save_pretrained(str(tmp))
     make_portable(tmp, manifest["base_model"], (info.path,))
     shutil.copyfile(run / "labels.json", tmp / "labels.json")
+    load = LOAD_SNIPPETS["transformers"].replace("AutoModelForSequenceClassification", task.auto_class)
     (tmp / "README.md").write_text(
         _CARD.format(
             base=manifest["base_model"],
             run=run.name,
-            labels=", ".join(manifest["label_names"]),
+            auto_class=task.auto_class,
+            outputs=task.card_outputs(names),
+            load=load,
             max_length=manifest["max_length"],
+            predict=task.card_predict("transformers", False),
         )
     )
     shutil.rmtree(merged, ignore_errors=True)
     os.replace(tmp, merged)  # a half-written folder is never taken for a merged model
 
 
-def _check(model: Any, tokenizer: Any, run: Path, manifest: dict[str, Any], torch: Any) -> None:
-    """The merged model must predict what the adapter predicted at the end of training."""
+def _check(model: Any, tokenizer: Any, run: Path, manifest: dict[str, Any], task: Task) -> None:
+    """The merged model must predict what the adapter predicted at the end of training (the
+    run's own encoding and outputs: class probabilities, a score, tags per word)."""
+    import numpy as np
+
+    from backend.data.batching import Encoded
+    from backend.data.prepare import Split
+    from backend.training.metrics import predict_probs
+
     check_file = run / "check_predictions.json"
     if not check_file.is_file():
         return
     check = json.loads(check_file.read_text())
     if not check["texts"]:
         return
-    args = [check["texts"]] + ([check["pairs"]] if check.get("pairs") else [])
-    enc = tokenizer(
-        *args, truncation=True, max_length=manifest["max_length"], padding=True, return_tensors="pt"
-    )
-    with torch.no_grad():
-        probs = torch.softmax(model(**enc).logits.float(), -1)
-    diff = float((probs - torch.tensor(check["probs"])).abs().max())
+    texts = check["texts"]
+    split = Split(texts, check.get("pairs"), task.blank_targets(texts), list(range(1, len(texts) + 1)))
+    enc = Encoded(tokenizer, split, manifest["max_length"], task)
+    probs = predict_probs(model, enc, next(model.parameters()).device, task=task)
+    want = np.asarray(check["probs"], dtype=float)
+    same = probs.shape == want.shape and np.array_equal(np.isnan(probs), np.isnan(want))
+    diff = float(np.nanmax(np.abs(probs - want), initial=0.0)) if same else float("inf")
     if diff > MAX_PROB_DIFF:
         raise ModelError(
-            f"the merged model's probabilities differ from the adapter's by {diff:.4f}; "
-            "download the adapter instead"
+            f"the merged model's outputs differ from the adapter's by {diff:.4f}; download the adapter "
+            "instead"
         )
 
 

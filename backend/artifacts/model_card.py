@@ -11,7 +11,7 @@ from backend.training.autotune import describe_search
 from backend.training.callbacks import SUMMARY_METRICS
 from backend.training.config import TrainConfig
 
-_LOAD_SNIPPETS = {
+LOAD_SNIPPETS = {
     "peft": """from transformers import AutoModelForSequenceClassification, AutoTokenizer
 from peft import PeftModel
 import json
@@ -127,7 +127,7 @@ def render_model_card(manifest: dict[str, Any], cfg: TrainConfig, summary: dict[
     """Markdown: base model, method, hyperparameters, metrics, and a load-and-predict snippet."""
     lib, task = manifest["library"], tasks.get(manifest.get("task"))
     snippet = (
-        _LOAD_SNIPPETS[lib]
+        LOAD_SNIPPETS[lib]
         .format(base=manifest["base_model"], n=len(manifest["label_names"]), pad=manifest["pad_token_id"])
         .replace("AutoModelForSequenceClassification", task.auto_class)
     )

@@ -46,3 +46,21 @@ def test_every_method_trains_a_score_and_its_export_reloads(exported: dict[str, 
     assert [row[0] for row in card] == pytest.approx([row[0] for row in stored], abs=1e-5)
     readme = (out / "README.md").read_text()
     assert "softmax" not in readme and "| spearman |" in readme and "training mean" in readme
+
+
+def test_a_regression_lora_run_merges_into_a_one_output_head(
+    exported: dict[str, Any], tmp_path: Path
+) -> None:
+    """Merging keeps the task's head (one output, ``problem_type="regression"``) and its check
+    compares the scores the run stored (it used to compare a softmax of one output: always 1)."""
+    import zipfile
+
+    from backend.artifacts.merge import merge_lora
+
+    folder = Path(exported["summaries"]["lora"]["artifact_dir"])
+    with zipfile.ZipFile(merge_lora(folder, tmp_path / "merged.zip")) as zf:
+        zf.extractall(tmp_path / "merged")
+    config = json.loads((tmp_path / "merged" / "config.json").read_text())
+    assert (config["num_labels"] if "num_labels" in config else len(config["id2label"])) == 1
+    assert config["problem_type"] == "regression"
+    assert "softmax" not in (tmp_path / "merged" / "README.md").read_text()

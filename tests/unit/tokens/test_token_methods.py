@@ -7,6 +7,7 @@ transformers' pipeline can run the model."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -88,3 +89,25 @@ def test_the_decoder_tags_words_too(tmp_path: Path, method: str) -> None:
     assert summary["task"] == "token-classification" and 0.0 <= summary["token_accuracy"] <= 1.0
     (check,) = run_fresh_processes([Path(summary["artifact_dir"])])
     assert check["ok"], check
+
+
+def test_a_token_lora_run_merges_into_a_plain_token_classifier(
+    exported: dict[str, Any], tmp_path: Path
+) -> None:
+    """The merged LoRA model is a plain ``AutoModelForTokenClassification`` that tags the stored
+    sentences as the adapter did (the merge checks that itself), and its card's snippet runs."""
+    import zipfile
+
+    from backend.artifacts.merge import merge_lora
+    from tests.fresh_python import fresh_python_each
+
+    folder = Path(exported["summaries"]["lora"]["artifact_dir"])
+    with zipfile.ZipFile(merge_lora(folder, tmp_path / "merged.zip")) as zf:
+        zf.extractall(tmp_path / "merged")
+    config = json.loads((tmp_path / "merged" / "config.json").read_text())
+    assert config["architectures"] == ["BertForTokenClassification"]
+    code = re.search(r"```python\n(.*?)```", (tmp_path / "merged" / "README.md").read_text(), re.S).group(1)
+    (tags,) = fresh_python_each(
+        [(tmp_path / "merged", code + 'print("RESULT", json.dumps(tagger("Ada met Bob")))\n')]
+    )
+    assert isinstance(tags, list)  # the pipeline's entities (maybe none from a 1-epoch tiny model)
