@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 import tempfile
 import time
@@ -25,6 +24,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+from bench.runs_file import fmt, read_runs, run_pending  # noqa: E402
 from bench.tasks import COMMIT, METHODS, SHARED  # noqa: E402
 
 DATASET = "stsb"
@@ -35,8 +35,7 @@ KEEP = ("spearman", "pearson", "rmse", "mae", "score_ci", "lr", "epochs", "epoch
 
 
 def done() -> dict[tuple[str, int, int], dict[str, Any]]:
-    rows = [json.loads(line) for line in RUNS.read_text().splitlines()] if RUNS.is_file() else []
-    return {(r["method"], r["seed"], r["rows"]): r for r in rows if r.get("method")}
+    return {(r["method"], r["seed"], r["rows"]): r for r in read_runs(RUNS) if r.get("method")}
 
 
 SWEEP = "probe all layers"  # the layer sweep: one probe per layer, each scored on dev
@@ -84,12 +83,6 @@ def zero_shot() -> dict[str, Any]:
     return {"reference": "zero-shot cosine", "spearman": spearman, "pearson": pearson, "commit": COMMIT}
 
 
-def fmt(values: list[float]) -> str:
-    if len(values) == 1:
-        return f"{values[0]:.3f}"
-    return f"{statistics.mean(values):.3f} ± {statistics.stdev(values):.3f}"
-
-
 def method_row(method: str, cells: list[dict[str, Any]]) -> str:
     spearman = fmt([c["spearman"] for c in cells])
     if len(cells) == 1:
@@ -106,7 +99,7 @@ def method_row(method: str, cells: list[dict[str, Any]]) -> str:
 
 
 def report() -> str:
-    rows = [json.loads(line) for line in RUNS.read_text().splitlines()] if RUNS.is_file() else []
+    rows = read_runs(RUNS)
     runs = done()
     reference = next((r for r in reversed(rows) if r.get("reference")), None)
     lines = [
@@ -162,26 +155,15 @@ def main() -> int:
         print(f"skipped: {SHARED / DATASET} is absent", file=sys.stderr)
         return 0
     folder = Path(tempfile.mkdtemp(prefix="bench-scores-"))
-    if not args.report:
-        if not any(
-            json.loads(line).get("reference")
-            for line in (RUNS.read_text().splitlines() if RUNS.is_file() else [])
-        ):
-            with RUNS.open("a") as fh:
-                fh.write(json.dumps(zero_shot()) + "\n")
-        have = done()
-        for seed in map(int, args.seeds.split(",")):
-            for method in args.only.split(",") if args.only else [*METHODS, SWEEP]:
-                if (method, seed, args.rows) in have:
-                    continue
-                print(f"{method} seed {seed} ...", flush=True)
-                row = run_one(method, seed, args.rows, folder)
-                print(json.dumps(row), flush=True)
-                with RUNS.open("a") as fh:
-                    fh.write(json.dumps(row) + "\n")
-                REPORT.write_text(report())
-    REPORT.write_text(report())
-    print(REPORT.read_text())
+    if args.report:
+        REPORT.write_text(report())
+        return 0
+    if not any(r.get("reference") for r in read_runs(RUNS)):
+        with RUNS.open("a") as fh:
+            fh.write(json.dumps(zero_shot()) + "\n")
+    methods = args.only.split(",") if args.only else [*METHODS, SWEEP]
+    wanted = [(m, seed) for seed in map(int, args.seeds.split(",")) for m in methods]
+    run_pending(RUNS, REPORT, report, wanted, args.rows, lambda m, seed: run_one(m, seed, args.rows, folder))
     return 0
 
 

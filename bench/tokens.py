@@ -1,0 +1,183 @@
+"""Benchmark (issue 38): token classification, every method at its defaults.
+
+    .venv/bin/python bench/tokens.py [--only lora,full] [--seeds 0] [--rows 1000] [--report]
+
+WNUT-17 (emerging entities, ../shared/data/wnut17): each method trains on ``--rows`` sentences
+of train.jsonl with nothing set but the method (task auto, learning rate and epochs auto, max
+length 128, batch 32) and is scored on test.jsonl (the split the published figures use):
+entity F1 (seqeval, strict IOB2; primary) with its 95% interval over sentences, precision,
+recall, macro F1 and word accuracy. Beside them: the baseline (every word "O") and the layer
+sweep of a per-word linear probe, for WNUT-17 and for UD English-EWT part of speech (word
+accuracy), drawn next to the sentence-level (STS-B) probe curve of bench/SCORES.md. And the
+speed check: LoRA's seconds per epoch on the same sentences as token classification and as
+text classification (a label per sentence: does it name an entity), one after the other.
+Runs are appended to bench/tokens_runs.jsonl (a rerun skips those there); bench/TOKENS.md is
+written from that file (bench/TASKS.md includes it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from bench.runs_file import fmt, read_runs, run_pending  # noqa: E402
+from bench.tasks import COMMIT, METHODS, SHARED  # noqa: E402
+
+RUNS = ROOT / "bench" / "tokens_runs.jsonl"
+REPORT = ROOT / "bench" / "TOKENS.md"
+KEEP = ("entity_f1", "entity_precision", "entity_recall", "entity_macro_f1", "token_accuracy", "score",
+        "score_ci", "lr", "epochs", "epochs_run", "train_seconds", "seconds_per_epoch")  # fmt: skip
+SWEEP, POS_SWEEP, SPEED = "probe all layers", "POS probe all layers", "speed"
+
+
+def rows_file(folder: Path, dataset: str, split: str, rows: int) -> Path:
+    """The first ``rows`` sentences of a shared JSONL split (seeded order: the file's)."""
+    out = folder / f"{dataset}-{split}-{rows}.jsonl"
+    if not out.exists():
+        lines = (SHARED / dataset / f"{split}.jsonl").read_text().splitlines()
+        out.write_text("\n".join(lines[:rows]) + "\n")
+    return out
+
+
+def train(data: Path, eval_data: Path, seed: int, out: Path, **settings: Any) -> dict[str, Any]:
+    from backend.run import run_training
+    from backend.training.config import TrainConfig
+
+    cfg = TrainConfig(data=str(data), eval_data=str(eval_data), seed=seed, **settings)
+    return run_training(cfg, out, feature_cache_dir=out.parent / "features")
+
+
+def run_one(method: str, seed: int, rows: int, folder: Path) -> dict[str, Any]:
+    started = time.perf_counter()
+    base = {"method": method, "seed": seed, "rows": rows, "commit": COMMIT}
+    if method == SPEED:
+        return {**base, **speed(rows, seed, folder)}
+    dataset = "ud_ewt_pos" if method == POS_SWEEP else "wnut17"
+    data = rows_file(folder, dataset, "train", rows)
+    evaluation = SHARED / dataset / ("test.jsonl" if dataset == "wnut17" else "dev.jsonl")
+    sweep = (
+        {"method": "probe", "method_config": {"sweep_layers": True}} if method in (SWEEP, POS_SWEEP) else {}
+    )
+    s = train(
+        data, evaluation, seed, folder / f"{method.replace(' ', '-')}-{seed}", **({"method": method} | sweep)
+    )
+    kept = {k: s.get(k) for k in KEEP}
+    return {**base, **kept, "baseline": s.get("baseline"), "flag": bool(s.get("learning_flag")),
+            "per_entity": s.get("per_entity"), "layers": s.get("layer_accuracy"),
+            "wall_seconds": round(time.perf_counter() - started, 1)}  # fmt: skip
+
+
+def speed(rows: int, seed: int, folder: Path) -> dict[str, Any]:
+    """LoRA, 2 epochs at lr 3e-3, on the same sentences: a tag per word, then a label per sentence."""
+    data = rows_file(folder, "wnut17", "train", rows)
+    records = [json.loads(line) for line in data.read_text().splitlines()]
+    labelled = folder / "wnut17-sentences.jsonl"
+    labelled.write_text("".join(json.dumps({"text": " ".join(r["tokens"]),
+                                            "label": "entity" if set(r["tags"]) - {"O"} else "none"}) + "\n"
+                                for r in records))  # fmt: skip
+    fixed = {"method": "lora", "epochs": 2, "lr": 3e-3, "early_stopping_patience": 0}
+    token = train(data, data, seed, folder / "speed-tokens", **fixed)
+    label = train(labelled, labelled, seed, folder / "speed-labels", **fixed)
+    return {
+        "token_seconds_per_epoch": token["seconds_per_epoch"],
+        "label_seconds_per_epoch": label["seconds_per_epoch"],
+    }
+
+
+def method_row(method: str, cells: list[dict[str, Any]]) -> str:
+    f1 = fmt([c["entity_f1"] for c in cells])
+    if len(cells) == 1:
+        f1 += " [{:.3f}, {:.3f}]".format(*cells[0]["score_ci"])
+    flag = " ⚠" if any(c["flag"] for c in cells) else ""
+    others = " | ".join(fmt([c[k] for c in cells]) for k in KEEP[1:5])
+    rates = ", ".join(format(c["lr"], "g") for c in cells)
+    epochs = ", ".join(f"{c['epochs_run']}/{c['epochs']}" for c in cells)
+    commits = ", ".join(sorted({c["commit"] for c in cells}))
+    per_epoch = f"{cells[0]['seconds_per_epoch']:.2f}"
+    return (
+        f"| {method}{flag} | {f1} | {others} | {rates} | {epochs} | {per_epoch} | {len(cells)} | {commits} |"
+    )
+
+
+def layer_table(run: dict[str, Any], metric: str, name: str) -> list[str]:
+    layers = sorted(run["layers"], key=lambda r: r["layer"])
+    return [
+        "| layer | " + " | ".join(str(r["layer"]) for r in layers) + " |",
+        "|---|" + "---:|" * len(layers),
+        f"| {name} | " + " | ".join(f"{r[metric]:.3f}" for r in layers) + " |",
+    ]
+
+
+def report() -> str:
+    runs = read_runs(RUNS)
+    lines = [
+        "## wnut17: token classification, every method at its defaults (issue 38, `python bench/tokens.py`)",
+        "",
+        "WNUT-17 emerging entities (../shared/data/wnut17, 6 types, IOB2): the first 1,000 sentences of "
+        "train.jsonl, scored on the 1,287 sentences of test.jsonl. Task auto, learning rate and epochs "
+        "auto, max length 128, batch 32. Entity F1 (micro, seqeval strict) is primary; its 95% interval "
+        'is the bootstrap over test sentences. ⚠ = the run\'s "did not learn" flag.',
+        "",
+        "| method | entity F1 [95% CI] | precision | recall | macro F1 | word accuracy | lr | epochs run / "
+        "planned | s/epoch (seed 0) | seeds | code |",
+        "|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---|",
+    ]
+    for method in [*METHODS, SWEEP]:
+        cells = [r for r in runs if r["method"] == method and r["rows"] == 1000]
+        if cells:
+            lines.append(method_row(method, cells))
+    baseline = next((r["baseline"] for r in runs if r.get("baseline") and r["method"] in METHODS), None)
+    if baseline:
+        lines.append(f"| *baseline: every word 'O'* | {baseline['entity_f1']:.3f} | | | | "
+                     f"{baseline['token_accuracy']:.3f} | | | | | |")  # fmt: skip
+    sweeps = (
+        (SWEEP, "entity_f1", "WNUT-17 entity F1"),
+        (POS_SWEEP, "token_accuracy", "UD-EWT POS word accuracy"),
+    )
+    for name, metric, label in sweeps:
+        for run in [r for r in runs if r["method"] == name and r.get("layers")]:
+            lines += [
+                "",
+                f"Layer sweep ({label}, seed {run['seed']}, {run['rows']} training sentences): a "
+                "linear probe on each layer's first-sub-word vectors (layer 0 = the embeddings).",
+                "",
+            ]
+            lines += layer_table(run, metric, label)
+    for run in [r for r in runs if r["method"] == SPEED]:
+        ratio = run["token_seconds_per_epoch"] / run["label_seconds_per_epoch"]
+        lines += ["", f"Speed (LoRA, 2 epochs, the same {run['rows']} sentences, one after the other): "
+                  f"{run['token_seconds_per_epoch']:.2f} s/epoch as token classification, "
+                  f"{run['label_seconds_per_epoch']:.2f} s/epoch as text classification: "
+                  f"{ratio:.2f}x."]  # fmt: skip
+    return "\n".join(lines) + "\n"
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--only", help="comma-separated method keys (or 'probe all layers', 'speed', ...)")
+    p.add_argument("--seeds", default="0")
+    p.add_argument("--rows", type=int, default=1000)
+    p.add_argument("--report", action="store_true", help="only rewrite bench/TOKENS.md")
+    args = p.parse_args()
+    if not (SHARED / "wnut17").is_dir():
+        print(f"skipped: {SHARED / 'wnut17'} is absent", file=sys.stderr)
+        return 0
+    if args.report:
+        REPORT.write_text(report())
+        return 0
+    folder = Path(tempfile.mkdtemp(prefix="bench-tokens-"))
+    methods = args.only.split(",") if args.only else [*METHODS, SWEEP, POS_SWEEP, SPEED]
+    wanted = [(m, seed) for seed in map(int, args.seeds.split(",")) for m in methods]
+    run_pending(RUNS, REPORT, report, wanted, args.rows, lambda m, seed: run_one(m, seed, args.rows, folder))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
