@@ -27,9 +27,13 @@ from backend.tasks.token_scores import SentenceCounts, counts_metric, ratio_inte
 from backend.tasks.token_tags import (
     IGNORE,
     entity_dicts,
+    first_subword_labels,
+    pad_outputs,
+    pad_targets,
     per_tag,
     predicted_tags,
     scheme_of,
+    sentence_frame,
     spans,
     word_tags,
 )
@@ -133,17 +137,10 @@ class TokenClassification(Task):
         enc = tokenizer(
             [t.split(" ") for t in texts], is_split_into_words=True, truncation=True, max_length=max_length
         )
-        rows = []
-        for i, tags in enumerate(targets):
-            row = {k: enc[k][i] for k in enc}
-            seen: set[int] = set()
-            labels = []
-            for word in enc.word_ids(i):
-                first = word is not None and word not in seen
-                labels.append(tags[word] if first else IGNORE)
-                seen.add(word) if word is not None else None
-            rows.append(row | {"labels": labels})
-        return rows
+        return [
+            {k: enc[k][i] for k in enc} | {"labels": first_subword_labels(enc.word_ids(i), tags)}
+            for i, tags in enumerate(targets)
+        ]
 
     def blank_targets(self, texts: list[str]) -> list[Any]:
         return [[0] * len(t.split(" ")) for t in texts]
@@ -157,23 +154,10 @@ class TokenClassification(Task):
         return [outputs[i][keep[i]].numpy() for i in range(len(keep))]
 
     def stack(self, rows: list[np.ndarray], targets: list[Any]) -> np.ndarray:
-        """(sentences, most words, tags): a truncated word's outputs are 0 (read as tag 0, "O"),
-        the positions past a sentence's end NaN."""
-        width = max((len(t) for t in targets), default=0)
-        classes = next((r.shape[-1] for r in rows if r.ndim == 2), 1)
-        out = np.full((len(rows), width, classes), np.nan, dtype=np.float32)
-        for i, (row, tags) in enumerate(zip(rows, targets, strict=True)):
-            row = row[: len(tags)]  # rows that were stacked before: NaN past the sentence
-            out[i, : len(tags)] = 0.0
-            out[i, : len(row)] = row
-        return out
+        return pad_outputs(rows, targets)
 
     def truth(self, targets: list[Any]) -> np.ndarray:
-        width = max((len(t) for t in targets), default=0)
-        out = np.full((len(targets), width), IGNORE, dtype=np.int64)
-        for i, tags in enumerate(targets):
-            out[i, : len(tags)] = tags
-        return out
+        return pad_targets(targets)
 
     def metrics(self, true: np.ndarray, outputs: np.ndarray, label_names: list[str]) -> dict[str, Any]:
         gold, predicted = word_tags(true, outputs, label_names)
@@ -250,27 +234,11 @@ class TokenClassification(Task):
     def frame_columns(
         self, targets: list[Any], outputs: np.ndarray, label_names: list[str]
     ) -> dict[str, Any]:
-        true = self.truth(targets)
-        gold, predicted = word_tags(true, outputs, label_names)
-        scheme = scheme_of(label_names)
-        gold_spans, predicted_spans = ts.entities(gold, scheme), ts.entities(predicted, scheme)
-        if scheme == ts.PLAIN:  # a wrong word is the error
-            errors = [
-                sum(g != p for g, p in zip(gs, ps, strict=True))
-                for gs, ps in zip(gold, predicted, strict=True)
-            ]
-        else:
-            errors = [len(g ^ p) for g, p in zip(gold_spans, predicted_spans, strict=True)]
-        as_json = [json.dumps(entity_dicts(f)) for f in (*gold_spans, *predicted_spans)]
-        return {
-            "true": [" ".join(t) for t in gold],
-            "predicted": [" ".join(t) for t in predicted],
-            "correct": [g == p for g, p in zip(gold, predicted, strict=True)],
-            "errors": errors,  # entities missed or wrong (words, for part of speech): error analysis's order
-            "true_entities": as_json[: len(gold)],
-            "predicted_entities": as_json[len(gold) :],
-            "plain": [scheme == ts.PLAIN] * len(gold),  # tags without entities: drawn under each word
-        }  # fmt: skip
+        """Each sentence's gold and predicted tags, whether all are right, its ``errors``
+        (entities missed or wrong; words, for part of speech: error analysis's order), both
+        sides' entities (JSON) and ``plain`` (tags without entities: drawn under each word)."""
+        gold, predicted = word_tags(self.truth(targets), outputs, label_names)
+        return sentence_frame(gold, predicted, scheme_of(label_names))
 
     def target_names(self, targets: list[Any], label_names: list[str]) -> list[str]:
         return [" ".join(label_names[t] for t in tags) for tags in targets]
