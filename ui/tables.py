@@ -185,10 +185,13 @@ def significance_caption(compare: dict[str, Any]) -> str:
         return ""
     several = len(result["pairs"]) > 1
     correction = "Holm-corrected over the comparisons with the best" if several else "of one comparison"
+    tests = sorted({p["test"] for p in result["pairs"]}) or ["no"]
+    test = "McNemar's exact" if tests == ["McNemar exact"] else " / ".join(tests)
     return (
-        f"Accuracy with its 95% bootstrap interval over the {result['eval_rows']:,} evaluation rows. "
-        f"'vs best': each run against the most accurate one on the same rows, McNemar's exact test, "
-        f"p-values {correction}; 'within noise' means this evaluation set cannot tell them apart."
+        f"{result['metric'].replace('_', ' ').capitalize()} with its 95% bootstrap interval over the "
+        f"{result['eval_rows']:,} evaluation examples (sentences, for a tag per word). 'vs best': each run "
+        f"against the best one on the same examples, {test} test, p-values {correction}; 'within noise' "
+        "means this evaluation set cannot tell them apart."
     )
 
 

@@ -668,6 +668,7 @@ def test_compare_shows_intervals_and_verdicts_against_the_best() -> None:
             {**second, "accuracy": 0.8, "score_ci": None},  # a run from before intervals
         ],
         "significance": {
+            "metric": "accuracy",
             "eval_rows": 500,
             "runs": [
                 {"run": f"job {first['id']}", "score": 0.842, "score_ci": [0.811, 0.871]},
@@ -681,6 +682,7 @@ def test_compare_shows_intervals_and_verdicts_against_the_best() -> None:
                     "delta": -0.042,
                     "p_value": 0.03,
                     "p_adjusted": 0.03,
+                    "test": "McNemar exact",
                     "verdict": "worse",
                 }
             ],
@@ -691,7 +693,8 @@ def test_compare_shows_intervals_and_verdicts_against_the_best() -> None:
     assert frame["Accuracy [95% CI]"].tolist()[:2] == ["0.842 [0.811, 0.871]", "0.800 [0.764, 0.834]"]
     assert frame["vs best"].tolist()[:2] == ["best", "worse (p = 0.030)"]
     caption = tables.significance_caption(compare)
-    assert "500 evaluation rows" in caption and "McNemar" in caption and "Holm" not in caption
+    assert "500 evaluation examples" in caption and "McNemar" in caption and "Holm" not in caption
+    assert caption.startswith("Accuracy with its 95% bootstrap interval")
     refused = {**COMPARE, "significance": None, "significance_note": "No verdicts: job 3 and job 4 were ..."}
     assert tables.compare_table(refused)["vs best"].tolist()[:2] == ["–", "–"]
     assert tables.significance_caption(refused).startswith("No verdicts: ")
