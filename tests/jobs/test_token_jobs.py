@@ -14,10 +14,13 @@ import pytest
 from backend.errors import ConfigError
 from jobs.supervisor import Supervisor
 from service.api import Workbench
+from tests.conftest import sentiment_rows, write_csv
 from tests.jobs.conftest import quick_job, wait_status
 from tests.token_data import sentences, write_conll, write_jsonl
+from ui.endpoints import Endpoints
 from ui.error_views import tagged_examples
 from ui.tables import predictions_table
+from ui.tabs import probing
 from ui.tabs.runs import summary
 
 
@@ -31,10 +34,19 @@ def test_token_jobs_train_compare_and_explain_their_errors(
     assert set(preview["label_counts"]) == {"O", "B-PER", "I-PER", "B-LOC", "I-LOC"}
     evals = write_conll(tmp_path / "eval.conll", sentences(40, 2))
     config = quick_job(Path(data["path"]), eval_data=str(evals), epochs=3, max_length=32)
-    jobs = [bench.submit(config), bench.submit({**config, "method": "probe", "epochs": 5})]
+    sweep = {"method": "probe", "method_config": {"sweep_layers": True}, "epochs": 5}
+    labels = quick_job(write_csv(tmp_path / "labels.csv", sentiment_rows(60)), **sweep)
+    jobs = [bench.submit(config), bench.submit({**config, **sweep}), bench.submit(labels)]
     supervisors()
-    lora, probe = (wait_status(bench, j) for j in jobs)
-    assert [lora["status"], probe["status"]] == ["succeeded"] * 2, [lora["error"], probe["error"]]
+    lora, probe, sentences_sweep = (wait_status(bench, j) for j in jobs)
+    statuses = [lora["status"], probe["status"], sentences_sweep["status"]]
+    assert statuses == ["succeeded"] * 3, [lora["error"], probe["error"], sentences_sweep["error"]]
+    # Probing by layer: the token sweep's score by layer beside the sentence task's on the same model
+    frame, text, curves = probing.show(Endpoints(bench), jobs[1])
+    assert len(frame) == 3 and f"Beside it: run #{jobs[2]}, classification" in text  # tiny BERT: 2 layers
+    assert set(curves["task"]) == {f"#{jobs[2]} classification: accuracy",
+                                   f"#{jobs[1]} token-classification: entity_f1"}  # fmt: skip
+    jobs = jobs[:2]
     for job in (lora, probe):
         assert (job["task"], job["primary_metric"]) == ("token-classification", "entity_f1")
         assert job["score"] == pytest.approx(job["metrics"]["entity_f1"])
