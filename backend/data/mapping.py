@@ -54,18 +54,16 @@ def resolve_mapping(
     text_column: str | None = None,
     text_pair_column: str | None = None,
     label_column: str | None = None,
+    options: tuple[str, str, str] = ("text_column", "text_pair_column", "label_column"),
 ) -> ColumnMapping:
     """Apply explicit column choices over auto-detection (None or "" = not chosen).
 
     Choosing the text column turns off pair detection: pass the pair too if
-    there is one. Raises DataError naming ``source_name`` and the columns found.
+    there is one. Raises DataError naming ``source_name`` and the columns found; ``options``
+    are the names the caller chose the columns by (``tag_field`` for a CoNLL-U file's tag).
     """
     columns = [str(c) for c in df.columns]
-    chosen = {
-        "text_column": text_column,
-        "text_pair_column": text_pair_column,
-        "label_column": label_column,
-    }
+    chosen = dict(zip(options, (text_column, text_pair_column, label_column), strict=True))
     for option, column in chosen.items():
         if column and column not in columns:
             raise DataError(

@@ -93,6 +93,7 @@ def prepare(
     max_train_samples: int | None = None,
     max_rows: int | None = None,
     task: str | None = None,
+    options: tuple[str, str, str] = ("text_column", "text_pair_column", "label_column"),
 ) -> PreparedData:
     """Load, validate, make the task's targets, then split (stratified, seeded) or use ``eval_path``.
 
@@ -103,12 +104,14 @@ def prepare(
     number) raise DataError unless ``drop_invalid``, which drops them and adds a warning. The
     split gives every stratum (class, score bin) at least one eval row; ``max_train_samples``
     then keeps a stratified subset of the train side only. A file with more than ``max_rows``
-    rows is a DataError before any other check of it. Pure: reads the files, writes nothing.
+    rows is a DataError before any other check of it. ``options``: the names the columns were
+    chosen by, for messages (``--tags-column``'s is ``tags_column``). Pure: reads the files,
+    writes nothing.
     """
     _check_options(eval_path, eval_fraction, max_train_samples)
     warnings: list[str] = []
     chosen = (text_column, text_pair_column, label_column)
-    spec, pool = _read_train(path, chosen, max_rows, drop_invalid, warnings)
+    spec, pool = _read_train(path, chosen, options, max_rows, drop_invalid, warnings)
     kind = registry.resolve(task, pool.names, pool.numeric, pool.sequences, path_name(path))
     column = spec.mapping.label
     pool = drop_unreadable(kind, pool, spec.name, column, drop_invalid, warnings)
@@ -163,6 +166,7 @@ def normalised(task: Task, usable: UsableRows, source: str, warnings: list[str])
 def _read_train(
     path: str | Path,
     chosen: tuple[str | None, str | None, str | None],
+    options: tuple[str, str, str],
     max_rows: int | None,
     drop_invalid: bool,
     warnings: list[str],
@@ -171,7 +175,7 @@ def _read_train(
     name = Path(path).name
     df, sha256 = read_limited(path, max_rows)
     warnings.extend(df.attrs.get("warnings", []))  # e.g. spans that did not align with words
-    mapping = resolve_mapping(df, name, *chosen)
+    mapping = resolve_mapping(df, name, *chosen, options=options)
     usable = check_usable(df, mapping, name, drop_invalid, warnings)
     return DatasetSpec.of(path, sha256, df, mapping, usable), usable
 

@@ -248,10 +248,12 @@ def load_data(cfg: TrainConfig, *, max_rows: int | None = None) -> PreparedData:
     Each file is read once; ``spec`` and ``eval_spec`` of the result describe them (hash,
     mapping, counts) for whoever stores them. ``max_rows`` adds the app's row limit.
     """
-    labels = {"label column": cfg.label_column, "score column": cfg.score_column,
-              "tags column": cfg.tags_column, "tag field": cfg.tag_field}  # fmt: skip
+    labels = {"label_column": cfg.label_column, "score_column": cfg.score_column,
+              "tags_column": cfg.tags_column, "tag_field": cfg.tag_field}  # fmt: skip
     if len({v for v in labels.values() if v}) > 1:
-        raise ConfigError(f"give one of the {', '.join(labels)}, not several: each names the label column")
+        raise ConfigError(f"give one of {', '.join(labels)}, not several: each names the label column")
+    label_option = next((k for k, v in labels.items() if v), "label_column")
+    text_option = "tokens_column" if cfg.tokens_column else "text_column"
     if cfg.tokens_column and cfg.text_column and cfg.tokens_column != cfg.text_column:
         raise ConfigError("give the text column or the tokens column, not both")
     return prepare(
@@ -266,4 +268,5 @@ def load_data(cfg: TrainConfig, *, max_rows: int | None = None) -> PreparedData:
         drop_invalid=cfg.drop_invalid,
         max_train_samples=cfg.max_train_samples,
         max_rows=max_rows,
+        options=(text_option, "text_pair_column", label_option),
     )

@@ -49,7 +49,7 @@ def test_jsonl_parquet_conll_and_chosen_columns_read_the_same_sentences(tmp_path
     assert sentences_of(named) == want
 
 
-def test_conllu_reads_upos_xpos_or_a_misc_field(tmp_path: Path) -> None:
+def test_conllu_reads_upos_xpos_or_a_misc_field(tmp_path: Path, capsys: Any) -> None:
     lines = []
     for i in range(12):
         lines += [f"# sent_id = {i}", "1-2\tdon't\t_\t_\t_\t_\t_\t_\t_\t_",  # a range: left out
@@ -75,6 +75,11 @@ def test_conllu_reads_upos_xpos_or_a_misc_field(tmp_path: Path) -> None:
     ]
     code = cli_main(argv)
     assert code == 2 and not (tmp_path / "x").exists()
+    assert "ud.conllu: tag_field='nope' is not a column; columns found: 'tokens', 'upos', 'xpos', 'NER'" in (
+        capsys.readouterr().err
+    )
+    argv += ["--tags-column", "upos"]  # two names for the label column
+    assert cli_main(argv) == 2 and "not several" in capsys.readouterr().err
 
 
 def test_span_jsonl_becomes_words_and_iob2_and_counts_spans_off_word_boundaries(tmp_path: Path) -> None:
