@@ -31,10 +31,18 @@ from bench.runs_file import fmt, read_runs, run_pending  # noqa: E402
 from bench.tasks import COMMIT, METHODS, SHARED  # noqa: E402
 
 RUNS = ROOT / "bench" / "tokens_runs.jsonl"
+# Runs from before the search judged tags by a loss balanced over tags (Task.search_losses)
+PLAIN_SEARCH = ROOT / "bench" / "tokens_runs_plain_search.jsonl"
 REPORT = ROOT / "bench" / "TOKENS.md"
 KEEP = ("entity_f1", "entity_precision", "entity_recall", "entity_macro_f1", "token_accuracy", "score",
         "score_ci", "lr", "epochs", "epochs_run", "train_seconds", "seconds_per_epoch")  # fmt: skip
 SWEEP, POS_SWEEP, SPEED = "probe all layers", "POS probe all layers", "speed"
+# Runs other than a method at its defaults, by the settings they change
+VARIANTS = {
+    SWEEP: {"method": "probe", "method_config": {"sweep_layers": True}},
+    POS_SWEEP: {"method": "probe", "method_config": {"sweep_layers": True}},
+    "adapter at its default lr": {"method": "adapter", "lr": None},  # the search's choice set aside
+}
 
 
 def rows_file(folder: Path, dataset: str, split: str, rows: int) -> Path:
@@ -62,12 +70,8 @@ def run_one(method: str, seed: int, rows: int, folder: Path) -> dict[str, Any]:
     dataset = "ud_ewt_pos" if method == POS_SWEEP else "wnut17"
     data = rows_file(folder, dataset, "train", rows)
     evaluation = SHARED / dataset / ("test.jsonl" if dataset == "wnut17" else "dev.jsonl")
-    sweep = (
-        {"method": "probe", "method_config": {"sweep_layers": True}} if method in (SWEEP, POS_SWEEP) else {}
-    )
-    s = train(
-        data, evaluation, seed, folder / f"{method.replace(' ', '-')}-{seed}", **({"method": method} | sweep)
-    )
+    settings = VARIANTS.get(method, {"method": method})
+    s = train(data, evaluation, seed, folder / f"{method.replace(' ', '-')}-{seed}", **settings)
     kept = {k: s.get(k) for k in KEEP}
     return {**base, **kept, "baseline": s.get("baseline"), "flag": bool(s.get("learning_flag")),
             "per_entity": s.get("per_entity"), "layers": s.get("layer_accuracy"),
@@ -129,7 +133,7 @@ def report() -> str:
         "planned | s/epoch (seed 0) | seeds | code |",
         "|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---|",
     ]
-    for method in [*METHODS, SWEEP]:
+    for method in [*METHODS, *(v for v in VARIANTS if v != POS_SWEEP)]:
         cells = [r for r in runs if r["method"] == method and r["rows"] == 1000]
         if cells:
             lines.append(method_row(method, cells))
@@ -150,6 +154,20 @@ def report() -> str:
                 "",
             ]
             lines += layer_table(run, metric, label)
+    plain = read_runs(PLAIN_SEARCH)
+    if plain:
+        lines += [
+            "",
+            "Before (commits 1780b59, ca5457a): the same runs when the learning-rate search judged "
+            'candidates by plain cross-entropy, which is mostly "O". The bottleneck adapter\'s search '
+            'took 3e-3 and its run never left all-"O":',
+            "",
+            "| method | seed | entity F1 | lr | epochs run / planned |",
+            "|---|---:|---:|---|---:|",
+        ]
+        for r in plain:
+            lines.append(f"| {r['method']} | {r['seed']} | {r['entity_f1']:.3f} | {r['lr']:g} | "
+                         f"{r['epochs_run']}/{r['epochs']} |")  # fmt: skip
     for run in [r for r in runs if r["method"] == SPEED]:
         ratio = run["token_seconds_per_epoch"] / run["label_seconds_per_epoch"]
         lines += ["", f"Speed (LoRA, 2 epochs, the same {run['rows']} sentences, one after the other): "

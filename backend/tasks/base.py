@@ -141,6 +141,11 @@ class Task(ABC):
     def row_losses(self, true: np.ndarray, outputs: np.ndarray) -> np.ndarray:
         """Each row's training loss (the learning-rate search compares candidates row by row)."""
 
+    def search_losses(self, true: np.ndarray, outputs: np.ndarray) -> np.ndarray:
+        """Each held-out row's loss as the learning-rate search and the layer choice judge
+        candidates by (their mean and its paired noise): the training loss by default."""
+        return self.row_losses(true, outputs)
+
     @abstractmethod
     def baseline(self, train: list[Any], evaluation: list[Any], label_names: list[str]) -> dict[str, Any]:
         """What the trivial answer (``baseline_label``) scores on the evaluation rows, with

@@ -45,7 +45,7 @@ def score_probs(
 ) -> Score:
     """``accuracy`` holds the task's primary score (for classification, the accuracy)."""
     task = task or tasks.get(None)
-    losses = task.row_losses(labels, probs)
+    losses = task.search_losses(labels, probs)
     return Score(float(losses.mean()), task.score(labels, probs, label_names), losses)
 
 

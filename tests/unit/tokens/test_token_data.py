@@ -230,3 +230,26 @@ def test_a_token_file_s_dataset_record_counts_words_per_tag(tmp_path: Path) -> N
     words = sum(len(w) for w, _ in ROWS)
     assert sum(data.spec.label_counts.values()) == words
     assert set(data.spec.label_counts) == {"O", "B-PER", "I-PER", "B-LOC", "I-LOC"}
+
+
+def test_the_search_judges_tags_by_a_loss_balanced_over_tags() -> None:
+    """The rows' mean of ``search_losses`` is the mean over tags of each tag's mean cross-entropy,
+    so predicting the prior ("O" everywhere) does not win a short learning-rate search."""
+    targets = [[0, 0, 0, 1], [0, 0], [0, 1, 0]]  # tag ids: 0 "O", 1 "B-PER"
+    rng = np.random.default_rng(0)
+    probs = [rng.dirichlet([1.0, 1.0], size=len(t)) for t in targets]
+    true, outputs = TASK.truth(targets), TASK.stack(probs, targets)
+    ce = {0: [], 1: []}
+    for tags, p in zip(targets, probs, strict=True):
+        for tag, row in zip(tags, p, strict=True):
+            ce[tag].append(-np.log(row[tag]))
+    balanced = np.mean([np.mean(ce[0]), np.mean(ce[1])])
+    assert TASK.search_losses(true, outputs).mean() == pytest.approx(balanced)
+    targets = [[0] * 9 + [1], [0] * 10, [0] * 8 + [1]]  # mostly "O", as real tags are
+    true = TASK.truth(targets)
+    all_o = TASK.stack([np.tile([0.95, 0.05], (len(t), 1)) for t in targets], targets)
+    found = TASK.stack([np.where(np.eye(2)[t] > 0, 0.7, 0.3) for t in targets], targets)
+    assert (
+        TASK.row_losses(true, all_o).mean() < TASK.row_losses(true, found).mean()
+    )  # plain CE: the prior wins
+    assert TASK.search_losses(true, all_o).mean() > TASK.search_losses(true, found).mean()
