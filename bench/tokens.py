@@ -165,8 +165,8 @@ def report() -> str:
         earlier = read_runs(path)
         if not earlier:
             continue
-        lines += ["", f"Before: the same runs when the learning-rate search judged candidates by {how}:", "",
-                  "| method | seed | entity F1 | lr | epochs run / planned |", "|---|---:|---:|---|---:|"]  # fmt: skip
+        lines += ["", f"Before: the same runs when the learning-rate search judged candidates by {how}:", ""]
+        lines += ["| method | seed | entity F1 | lr | epochs run / planned |", "|---|---:|---:|---|---:|"]
         for r in earlier:
             lines.append(f"| {r['method']} | {r['seed']} | {r['entity_f1']:.3f} | {r['lr']:g} | "
                          f"{r['epochs_run']}/{r['epochs']} |")  # fmt: skip
