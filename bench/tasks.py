@@ -410,9 +410,9 @@ def render(runs: Cells, rows: int) -> str:
     noise = ROOT / "bench" / "NOISE.md"
     if noise.exists():  # bench/noise.py: runs paired on the same rows, seed by seed
         lines += ["", noise.read_text().strip()]
-    scores = ROOT / "bench" / "SCORES.md"
-    if scores.exists():  # bench/scores.py: the regression task on STS-B
-        lines += ["", scores.read_text().strip()]
+    for name in ("SCORES.md", "TOKENS.md"):  # bench/scores.py (STS-B), bench/tokens.py (WNUT-17, POS)
+        if (ROOT / "bench" / name).exists():
+            lines += ["", (ROOT / "bench" / name).read_text().strip()]
     return "\n".join(lines) + "\n"
 
 
