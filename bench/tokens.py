@@ -134,9 +134,9 @@ def report() -> str:
         "WNUT-17 emerging entities (../shared/data/wnut17, 6 types, IOB2): the first 1,000 sentences of "
         "train.jsonl, scored on the 1,287 sentences of test.jsonl. Task auto, learning rate and epochs "
         "auto, max length 128, batch 32. Entity F1 (micro, seqeval strict) is primary; its 95% interval "
-        'is the bootstrap over test sentences. ⚠ = the run\'s "did not learn" flag. s/epoch includes whatever '
-        "else ran on the 2 cores then (the test suite, beside most runs of 965f4b5: full fine-tuning took 6.4 "
-        "s/epoch alone at 8a844e4); the speed check at the end ran alone.",
+        'is the bootstrap over test sentences. ⚠ = the run\'s "did not learn" flag. s/epoch includes '
+        "whatever else ran on the 2 cores then (the test suite, beside most runs of 965f4b5: full "
+        "fine-tuning took 6.4 s/epoch alone at 8a844e4); the speed check at the end ran alone.",
         "",
         "| method | entity F1 [95% CI] | precision | recall | macro F1 | word accuracy | lr | epochs run / "
         "planned | s/epoch (seed 0) | seeds | code |",
