@@ -7,7 +7,7 @@ import dataclasses
 
 from backend.errors import ConfigError
 from backend.methods import adapter, full, ia3, lora, prefix, probe, prompt, ptuning
-from backend.methods.base import MAX_ABOVE_DEFAULT, MethodSpec, in_range
+from backend.methods.base import MethodSpec, in_range
 
 _REGISTRY: dict[str, MethodSpec] = {}
 
@@ -30,11 +30,11 @@ def register(spec: MethodSpec) -> None:
         for value, word in (f.metadata.get("value_words") or {}).items():
             if not in_range(value, f.metadata):
                 raise RuntimeError(f"'{spec.key}': '{word}' stands for {value}, outside {f.name}'s range")
-    too_high = [lr for lr in spec.lr_candidates if lr > spec.default_lr * MAX_ABOVE_DEFAULT * (1 + 1e-9)]
+    too_high = [lr for lr in spec.lr_candidates if lr > spec.default_lr * spec.lr_window * (1 + 1e-9)]
     if too_high:
         raise RuntimeError(
-            f"method '{spec.key}' searches {too_high}, above {MAX_ABOVE_DEFAULT:.2f} x its default "
-            f"{spec.default_lr:g} (backend.methods.base.MAX_ABOVE_DEFAULT)"
+            f"method '{spec.key}' searches {too_high}, above {spec.lr_window:.2f} x its default "
+            f"{spec.default_lr:g} (its lr_window)"
         )
     if set(spec.cli_words) - set(spec.cli_flags):
         raise RuntimeError(f"method '{spec.key}' gives words to flags it does not offer: {spec.cli_words}")

@@ -220,17 +220,25 @@ def test_specs_with_contradicting_facts_fail_at_registration() -> None:
     # issue 36: a short search favours high rates, so none above half a decade over the default
     with pytest.raises(RuntimeError, match=r"searches \[0.01\], above 3.16 x its default 0.002"):
         registry.register(replace(lora.SPEC, key="lora3", lr_candidates=(3e-4, 1e-3, 3e-3, 1e-2)))
-    assert {"full2", "lora2", "probe2", "lora3"}.isdisjoint(registry.keys())
+    # issue 51: a method's own window (a decade here) lets the same grid through, and no further
+    wide = replace(lora.SPEC, key="lora4", lr_candidates=(3e-4, 1e-3, 3e-3, 1e-2), lr_window=10.0)
+    with pytest.raises(RuntimeError, match=r"searches \[0.03\], above 10.00 x its default"):
+        registry.register(replace(wide, lr_candidates=(1e-3, 3e-2)))
+    registry.register(wide)
+    try:
+        assert registry.get("lora4").learning_rates(lora.Config()) == (3e-4, 1e-3, 3e-3, 1e-2)
+    finally:
+        registry._REGISTRY.pop("lora4")
+    assert {"full2", "lora2", "probe2", "lora3", "lora4"}.isdisjoint(registry.keys())
 
 
-def test_every_method_searches_at_most_half_a_decade_above_its_default() -> None:
-    from backend.methods.base import MAX_ABOVE_DEFAULT
-
+def test_every_method_searches_within_its_own_window_above_its_default() -> None:
+    """Half a decade unless the method file sets its own window with the figures (issue 51)."""
     methods = registry.keys()
     for key in methods:
         spec = registry.get(key)
         rates = spec.learning_rates(spec.make_config())
-        assert max(rates) <= spec.default_lr * MAX_ABOVE_DEFAULT * (1 + 1e-9), key
+        assert max(rates) <= spec.default_lr * spec.lr_window * (1 + 1e-9), key
         assert min(rates) <= spec.default_lr, key  # it can still look below its default
 
 

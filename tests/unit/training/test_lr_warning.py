@@ -1,5 +1,5 @@
 """The doubt about a searched learning rate (issue 36): one sentence when the chosen rate is the
-highest or lowest candidate (other than the method's default), or the best epoch came in the
+highest or lowest candidate (the method's default too, issue 51), or the best epoch came in the
 first quarter of the epochs trained; and where a run's score is read, that sentence with it."""
 
 from __future__ import annotations
@@ -57,11 +57,21 @@ def test_an_inner_rate_whose_best_epoch_came_late_is_not_doubted() -> None:
     assert lr_choice_warning(summary(3e-3, best_epoch=2, run=5)) is None
 
 
-def test_the_methods_default_at_an_edge_is_not_doubted_for_being_there() -> None:
-    """Prefix tuning's default 3e-2 is its highest candidate: kept, it is not the search's doing."""
+def test_the_methods_default_at_an_edge_is_doubted_too() -> None:
+    """Issue 51: P-tuning's default 3e-2 was the top of a grid of two; chosen, it lost 9 points
+    in silence. The edge of the grid is the edge of what the search saw, default or not."""
     prefix = (1e-3, 3e-3, 1e-2, 3e-2)
-    assert lr_choice_warning(summary(3e-2, method="prefix", rates=prefix)) is None
-    assert "best epoch came early" in (lr_choice_warning(summary(3e-2, 1, 8, "prefix", prefix)) or "")
+    warning = lr_choice_warning(summary(3e-2, method="prefix", rates=prefix))
+    assert warning is not None and "highest rate searched (0.001 to 0.03)" in warning
+
+
+def test_a_grid_of_two_with_the_upper_one_chosen_is_doubted() -> None:
+    """The issue's case: two candidates, the upper one (the method's default) chosen."""
+    warning = lr_choice_warning(summary(3e-2, method="ptuning", rates=(1e-2, 3e-2)))
+    assert warning is not None and "highest rate searched (0.01 to 0.03)" in warning
+    assert "compare a run at 0.01" in warning
+    lower = lr_choice_warning(summary(1e-2, method="ptuning", rates=(1e-2, 3e-2)))
+    assert lower is not None and "lowest rate searched" in lower and "compare a run at 0.03" in lower
 
 
 def test_no_search_or_an_inconclusive_one_is_not_doubted() -> None:
