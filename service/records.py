@@ -70,6 +70,20 @@ class HistogramBin(TypedDict):
     count: int
 
 
+class ChartBar(TypedDict):
+    name: str
+    count: int
+
+
+class LabelChart(TypedDict):
+    """The Data tab's chart of the label column, as the task sees it (``Task.label_chart``)."""
+
+    title: str  # "Label distribution", "Score distribution", "Entities per type (O: 91.2% of ...)"
+    x: str  # the axis titles
+    y: str
+    bars: list[ChartBar]  # drawn in this order (numeric bins lowest first, tags by count)
+
+
 class DatasetPreview(TypedDict):
     """``Workbench.dataset_preview``: the overview ``backend.data.stats.dataset_stats`` builds."""
 
@@ -80,6 +94,7 @@ class DatasetPreview(TypedDict):
     task_label: str
     label_text: str  # the task's words for the labels ("2 labels", "a number per row ...")
     label_counts: dict[str, int]  # usable rows only (bins of a score)
+    label_chart: LabelChart
     invalid_rows: int
     preview: list[dict[str, Any]]  # the first rows, as read
     tagged: list[dict[str, Any]] | None  # token data: the first sentences' words, tags, entities

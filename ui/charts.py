@@ -51,19 +51,64 @@ def run_label(job_id: int | str, name: str | None) -> str:
     return f"#{job_id} {name}" if name else f"#{job_id}"
 
 
-def label_distribution(preview: dict[str, Any]) -> pd.DataFrame:
-    """Rows per label."""
-    counts = preview.get("label_counts") or {}
-    return pd.DataFrame({"label": [str(k) for k in counts], "rows": list(counts.values())})
+# Gradio's bar plot orders a text x axis as text ("10–11" before "6–7", "0.5–1" before "0–0.5"),
+# and a list-valued ``sort`` draws no bar at all (gradio 6.17.3, seen in Chromium; issue 50). So
+# each label of an ordered chart starts with its rank spelled in zero-width characters, in
+# ascending code-point order: text order is then the order given, whatever the labels say
+# (negative scores, numeric class names), and the axis shows the labels alone.
+RANK_DIGITS = "\u200b\u200c\u200d\u2060"
+SLANT_FROM = 12  # bars in a chart of labels above which their labels are slanted
 
 
-def token_histogram(preview: dict[str, Any]) -> dict[str, Any]:
-    """Rows per token-length bin, as an update for the histogram: ``tokens`` is a bin's range as
-    text ("8–9"), and the bars keep the bins' numeric order (as text, "10–11" sorts before "6–7")."""
+def in_order(labels: list[str]) -> list[str]:
+    """``labels`` made to sort as text in the order given (see RANK_DIGITS); they read the same."""
+    base = len(RANK_DIGITS)
+    width = max(1, math.ceil(math.log(max(len(labels), 2), base)))
+    return [_rank(i, width) + label for i, label in enumerate(labels)]
+
+
+def _rank(index: int, width: int) -> str:
+    digits = []
+    for _ in range(width):
+        index, digit = divmod(index, len(RANK_DIGITS))
+        digits.append(RANK_DIGITS[digit])
+    return "".join(reversed(digits))
+
+
+def shown(label: str) -> str:
+    """A chart label as a person reads it (the rank prefix of ``in_order`` left out)."""
+    return label.lstrip(RANK_DIGITS)
+
+
+def label_distribution(preview: dict[str, Any]) -> dict[str, Any]:
+    """The task's chart of the label column (``label_chart``: rows per label, bins of a score,
+    entities per type), bars in the task's order, as an update of the chart's data and titles."""
+    chart = preview.get("label_chart") or {
+        "title": "Label distribution",
+        "x": "label",
+        "y": "rows",
+        "bars": [],
+    }
+    bars = chart["bars"]
+    frame = pd.DataFrame(
+        {"label": in_order([str(b["name"]) for b in bars]), "rows": [b["count"] for b in bars]},
+        columns=["label", "rows"],
+    )
+    # many bars (28 emotions, 17 parts of speech): slanted labels, which would overlap level
+    angle = -40 if len(bars) > SLANT_FROM else 0
+    return gr.update(
+        value=frame, label=chart["title"], title=chart["title"], x_title=chart["x"], y_title=chart["y"],
+        x_label_angle=angle,
+    )  # fmt: skip
+
+
+def token_histogram(preview: dict[str, Any]) -> pd.DataFrame:
+    """Rows per token-length bin: ``tokens`` is a bin's range as text ("8–9"), in numeric order."""
     bins = preview.get("token_histogram") or []
     labels = [f"{b['start']}" if b["end"] - b["start"] == 1 else f"{b['start']}–{b['end'] - 1}" for b in bins]
-    frame = pd.DataFrame({"tokens": labels, "rows": [b["count"] for b in bins]})
-    return gr.update(value=frame, sort=labels or None)
+    return pd.DataFrame(
+        {"tokens": in_order(labels), "rows": [b["count"] for b in bins]}, columns=["tokens", "rows"]
+    )
 
 
 def loss_curve(series: dict[str, Any]) -> pd.DataFrame:

@@ -45,6 +45,7 @@ def dataset_stats(
 
     Keys: rows, columns, mapping {text, text_pair, label}, task (what "auto" would train),
     task_label and label_text (its words), label_counts {name: count} (a score's: bins),
+    label_chart (the task's chart of the labels: title, x, y, bars [{name, count}] in order),
     invalid_rows (rows with a missing mapped cell), preview (first 5
     rows), char_length and token_length ({p50, p90, p95, p99, max}; token
     lengths need a Hugging Face tokenizer, else None). Counts and lengths cover
@@ -98,6 +99,8 @@ def summarize(
         "task_label": task.label,
         "label_text": task.describe_labels(usable.names, usable.numeric),
         "label_counts": task.distribution(usable.names, usable.numeric),
+        # the Data tab's chart of the labels, as the task sees them (entities per type, score bins)
+        "label_chart": task.label_chart(usable.names, usable.numeric),
         "invalid_rows": usable.dropped,
         "preview": [{str(k): _plain(v) for k, v in row.items()} for row in preview],
         # token data: the first sentences' words, tags and entities, to draw (None: the table shows it)

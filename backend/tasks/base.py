@@ -192,6 +192,11 @@ class Task(ABC):
             counts[name] += 1
         return counts
 
+    def label_chart(self, names: list[str], numeric: bool) -> dict[str, Any]:
+        """The Data tab's chart of the label column: ``title``, axis titles ``x`` and ``y``, and
+        ``bars`` ([{name, count}], drawn in this order). Rows per label, by default."""
+        return chart("Label distribution", "label", "rows", self.distribution(names, numeric))
+
     def preview(self, texts: list[str], names: list[str]) -> list[dict[str, Any]] | None:
         """The Data tab's view of a few rows when a table shows them badly (token data: each
         sentence's words, tags and entities); None: the table is the view."""
@@ -229,3 +234,8 @@ class Task(ABC):
     def headline_of(self, metrics: dict[str, Any]) -> dict[str, Any]:
         """The summary's keys from the best evaluation's metrics."""
         return {name: metrics.get(name) for name in self.headline}
+
+
+def chart(title: str, x: str, y: str, counts: dict[str, int]) -> dict[str, Any]:
+    """A bar chart for the Data tab (``Task.label_chart``): the bars in ``counts``' order."""
+    return {"title": title, "x": x, "y": y, "bars": [{"name": k, "count": int(v)} for k, v in counts.items()]}

@@ -16,7 +16,7 @@ import numpy as np
 
 from backend.cells import NUMBER_RE, listing
 from backend.errors import DataError
-from backend.tasks.base import Task
+from backend.tasks.base import Task, chart
 
 if TYPE_CHECKING:
     import torch
@@ -97,6 +97,10 @@ class Regression(Task):
             return {}
         counts, edges = np.histogram(values, bins=10)
         return {f"{edges[i]:g}–{edges[i + 1]:g}": int(c) for i, c in enumerate(counts)}
+
+    def label_chart(self, names: list[str], numeric: bool) -> dict[str, Any]:
+        """Rows per tenth of the score range, lowest first."""
+        return chart("Score distribution", "score", "rows", self.distribution(names, numeric))
 
     def describe_labels(self, names: list[str], numeric: bool) -> str:
         values = [float(n) for n in names if _number(n)]

@@ -22,7 +22,7 @@ from backend.catalogue import label_kwargs
 from backend.cells import listing
 from backend.errors import DataError
 from backend.tasks import tag_schemes as ts
-from backend.tasks.base import Task
+from backend.tasks.base import Task, chart
 from backend.tasks.token_scores import SentenceCounts, counts_metric, ratio_interval
 from backend.tasks.token_tags import (
     IGNORE,
@@ -281,6 +281,20 @@ class TokenClassification(Task):
     def distribution(self, names: list[str], numeric: bool) -> dict[str, int]:
         """Words per tag, the most frequent first."""
         return dict(Counter(t for n in names for t in n.split(" ")).most_common())
+
+    def label_chart(self, names: list[str], numeric: bool) -> dict[str, Any]:
+        """Entities per type, the most frequent first, with "O"'s share of the words in the title
+        (a bar of "O" words dwarfs every entity bar); plain tags (part of speech): words per tag."""
+        tags = [n.split(" ") for n in names]
+        scheme = ts.detect(tags)
+        if scheme == ts.PLAIN:
+            return chart("Words per tag", "tag", "words", self.distribution(names, numeric))
+        found = ts.entities([ts.to_iob2(t) if scheme == ts.IOB1 else t for t in tags], scheme)
+        per_type = Counter(kind for spans in found for kind, _, _ in spans)
+        words = sum(len(t) for t in tags)
+        outside = sum(t == ts.OUTSIDE for row in tags for t in row)
+        share = f"O: {outside / max(words, 1):.1%} of {words:,} words"
+        return chart(f"Entities per type ({share})", "entity type", "entities", dict(per_type.most_common()))
 
     def preview(self, texts: list[str], names: list[str]) -> list[dict[str, Any]] | None:
         tags = [n.split(" ") for n in names]

@@ -577,12 +577,40 @@ def test_the_public_endpoints_return_their_records(tmp_path: Path, tiny_csv: Pat
 
 
 def test_the_token_histogram_keeps_its_bins_in_numeric_order() -> None:
-    """As text, "10–11" sorts before "6–7": the plot is told the bins' own order."""
+    """Issue 50: the plot orders its x labels as text ("10–11" before "6–7"), and a list-valued
+    sort drew no bar at all. Sorted as text, the labels come out in the bins' own order, and
+    read as the bins' ranges."""
     bins = [(6, 8, 3), (8, 10, 1), (10, 12, 2), (12, 13, 5)]
     preview = {"token_histogram": [{"start": a, "end": b, "count": n} for a, b, n in bins]}
-    update = charts.token_histogram(preview)
-    assert update["sort"] == ["6–7", "8–9", "10–11", "12"]
-    assert list(update["value"]["tokens"]) == update["sort"] and list(update["value"]["rows"]) == [3, 1, 2, 5]
+    frame = charts.token_histogram(preview)
+    assert [charts.shown(t) for t in frame["tokens"]] == ["6–7", "8–9", "10–11", "12"]
+    assert list(frame.sort_values("tokens")["rows"]) == [3, 1, 2, 5]  # text order = numeric order
+
+
+def test_every_ordered_chart_sorts_as_text_in_the_order_given() -> None:
+    """Score bins with negative edges, numeric class names and more bars than one rank digit
+    holds: text order is the order given, and the labels read as they were."""
+    cases = [
+        ["-1–-0.5", "-0.5–0", "0–0.5", "0.5–1", "1–1.5"],
+        [str(n) for n in range(1, 12)],
+        [f"{n}–{n + 1}" for n in range(0, 200, 2)],  # 100 bins: several rank digits
+    ]
+    for labels in cases:
+        ranked = charts.in_order(labels)
+        assert sorted(ranked) == ranked, labels[:3]
+        assert [charts.shown(r) for r in ranked] == labels
+    assert sorted(cases[0]) != cases[0] and sorted(cases[1]) != cases[1]  # as plain text they would not
+
+
+def test_the_label_chart_takes_the_tasks_titles_and_order() -> None:
+    bars = [{"name": "PER", "count": 7}, {"name": "LOC", "count": 3}]
+    title = "Entities per type (O: 90.0% of 100 words)"
+    preview = {"label_chart": {"title": title, "x": "entity type", "y": "entities", "bars": bars}}
+    update = charts.label_distribution(preview)
+    assert update["title"] == "Entities per type (O: 90.0% of 100 words)"
+    assert (update["x_title"], update["y_title"]) == ("entity type", "entities")
+    frame = update["value"].sort_values("label")
+    assert [charts.shown(x) for x in frame["label"]] == ["PER", "LOC"] and list(frame["rows"]) == [7, 3]
 
 
 def test_the_sweeps_timer_refreshes_the_sweep_list_when_a_status_changes(

@@ -232,6 +232,7 @@ def _upload_row() -> tuple[gr.File, gr.Dropdown, gr.Button, gr.Button, gr.Markdo
 
 def _charts() -> tuple[gr.BarPlot, gr.BarPlot]:
     # y from 0: the plots otherwise start the axis at the smallest bar, which then vanishes.
+    # sort "x": the bars' labels carry their order (``charts.in_order``).
     with gr.Row():
         labels = gr.BarPlot(
             x="label",
@@ -240,6 +241,8 @@ def _charts() -> tuple[gr.BarPlot, gr.BarPlot]:
             label="Label distribution",
             height=260,
             y_lim=[0, None],
+            sort="x",
+            elem_id="label-chart",
         )
         tokens = gr.BarPlot(
             x="tokens",
@@ -249,6 +252,8 @@ def _charts() -> tuple[gr.BarPlot, gr.BarPlot]:
             label="Token length histogram",
             x_title="tokens per row",
             y_lim=[0, None],
+            sort="x",
+            elem_id="token-histogram",
         )
     return labels, tokens
 
@@ -263,7 +268,7 @@ def build_data_tab(endpoints: Endpoints, demo: gr.Blocks) -> DataTab:
         pair_col = gr.Dropdown(label="Second text column (optional)", choices=[NO_PAIR])
         label_col = gr.Dropdown(label="Label column", choices=[])
         remap = gr.Button("Apply column mapping", scale=0, min_width=200)
-    stats = gr.Markdown()
+    stats = gr.Markdown(elem_id="data-stats")
     preview = gr.HTML(elem_id="data-preview")
     labels_plot, tokens_plot = _charts()
     with gr.Accordion("Evaluation file (optional)", open=False):

@@ -552,3 +552,34 @@ def test_reads_shared_rte_pairs() -> None:
     assert data.mapping == ColumnMapping(text="text_a", label="label", text_pair="text_b")
     assert data.label_names == ["entailment", "not_entailment"]
     assert len(data.train) + len(data.eval) == len(read_table(path))
+
+
+def test_the_label_chart_is_the_tasks_view_of_the_labels(tmp_path: Path) -> None:
+    """Issue 50: a score's bins lowest first (negative edges too), entities per type by count
+    with "O"'s share in the title (not one bar of "O" words), plain tags by count."""
+    from tests.token_data import sentences, write_conll
+
+    values = [-1.0 + 0.23 * i for i in range(40)]  # many distinct, not whole: "auto" sees scores
+    scores = [{"text": f"row {i}", "label": round(v, 2)} for i, v in enumerate(values)]
+    chart = dataset_stats(write_csv(tmp_path / "s.csv", scores))["label_chart"]
+    assert (chart["title"], chart["x"], chart["y"]) == ("Score distribution", "score", "rows")
+    starts = [float(b["name"].split("–")[0]) for b in chart["bars"]]
+    assert starts == sorted(starts) and starts[0] == -1.0 and len(starts) == 10
+    assert sum(b["count"] for b in chart["bars"]) == 40
+
+    rows = sentences(30, 1)
+    chart = dataset_stats(write_conll(tmp_path / "ner.conll", rows))["label_chart"]
+    words = sum(len(w) for w, _ in rows)
+    outside = sum(t == "O" for _, tags in rows for t in tags)
+    assert chart["title"] == f"Entities per type (O: {outside / words:.1%} of {words:,} words)"
+    assert {b["name"]: b["count"] for b in chart["bars"]} == {"PER": 30, "LOC": 30}
+
+    pos = [(["the", "cat", "sat", "on", "the", "mat"], ["DET", "NOUN", "VERB", "ADP", "DET", "NOUN"])] * 3
+    chart = dataset_stats(write_conll(tmp_path / "pos.conll", pos))["label_chart"]
+    assert (chart["title"], chart["x"], chart["y"]) == ("Words per tag", "tag", "words")
+    counts = [b["count"] for b in chart["bars"]]
+    assert counts == sorted(counts, reverse=True) and sum(counts) == 18
+
+    labels = dataset_stats(write_csv(tmp_path / "c.csv", rows_for({"b": 3, "a": 5})))["label_chart"]
+    assert labels["title"] == "Label distribution" and labels["bars"] == [
+        {"name": "a", "count": 5}, {"name": "b", "count": 3}]  # fmt: skip
