@@ -1,8 +1,9 @@
 """Load a run folder for inference with the plain standard libraries.
 
-This is what a user's own script does (and what the model card shows): transformers +
-peft / adapters, or a few lines of torch for probes. ``predict`` and the reload check use
-exactly this path, so "the app's predictions" and "the standard library's" are the same code.
+This is what a user's own script does (and what the model card shows): transformers + peft,
+the bottleneck module shipped in the folder, or a few lines of torch for probes. ``predict`` and
+the reload check use exactly this path, so "the app's predictions" and "the standard library's"
+are the same code.
 """
 
 from __future__ import annotations
@@ -91,18 +92,35 @@ def _load_model(artifact_dir: Path, manifest: dict[str, Any]) -> Any:
         from peft import PeftModel
 
         return PeftModel.from_pretrained(_base_classifier(manifest), str(artifact_dir))
-    if library == "adapters":
-        import adapters
-
-        model = _base_classifier(manifest)
-        adapters.init(model)
-        model.load_adapter(str(artifact_dir), set_active=True, use_safetensors=True)
-        return model
+    if library in ("bottleneck", "adapters"):  # "adapters": saved by AdapterHub, before issue 45
+        return _load_bottleneck(artifact_dir, manifest, library)
     if library == "transformers":
         return _auto_class(manifest).from_pretrained(str(artifact_dir))
     if library == "own":
         return load_probe(Path(artifact_dir), manifest, _quant_kwargs(manifest))
     raise ConfigError(f"unknown artifact library '{library}' in {artifact_dir}")
+
+
+def _load_bottleneck(artifact_dir: Path, manifest: dict[str, Any], library: str) -> Any:
+    """The base classifier, the head that trained with the adapters, and the adapters."""
+    from safetensors.torch import load_file
+
+    from backend.methods import adapterhub_layout, bottleneck
+
+    model = _base_classifier(manifest)
+    if library == "bottleneck":
+        bottleneck.load(model, artifact_dir)
+        head = "head.safetensors"
+    else:
+        cfg, state = adapterhub_layout.read(artifact_dir)
+        bottleneck.attach(model, cfg).load_state_dict(state)
+        head = "model_head.safetensors"
+    unexpected = model.load_state_dict(load_file(str(artifact_dir / head)), strict=False).unexpected_keys
+    if unexpected:
+        raise ConfigError(
+            f"{artifact_dir.name}/{head} holds weights the model has no place for: {unexpected[:3]}"
+        )
+    return model
 
 
 class Predictor:

@@ -20,14 +20,14 @@ base = AutoModelForSequenceClassification.from_pretrained(
     "{base}", num_labels={n}, id2label={{int(k): v for k, v in labels.items()}}, pad_token_id={pad})
 model = PeftModel.from_pretrained(base, ".").eval()
 tok = AutoTokenizer.from_pretrained(".")""",
-    "adapters": """from transformers import AutoModelForSequenceClassification, AutoTokenizer
-import adapters, json
+    "bottleneck": """from transformers import AutoModelForSequenceClassification, AutoTokenizer
+from safetensors.torch import load_file
+import json, bottleneck  # bottleneck.py: the adapter module, in this folder (torch only)
 labels = json.load(open("labels.json"))["id2label"]
 model = AutoModelForSequenceClassification.from_pretrained(
     "{base}", num_labels={n}, id2label={{int(k): v for k, v in labels.items()}}, pad_token_id={pad})
-adapters.init(model)
-model.load_adapter(".", set_active=True, use_safetensors=True)
-model.eval()
+model.load_state_dict(load_file("head.safetensors"), strict=False)  # the head that trained with it
+bottleneck.load(model, ".").eval()
 tok = AutoTokenizer.from_pretrained(".")""",
     "transformers": """from transformers import AutoModelForSequenceClassification, AutoTokenizer
 model = AutoModelForSequenceClassification.from_pretrained(".").eval()
@@ -53,7 +53,7 @@ def model(**enc):
 }
 
 
-LIBRARY_PACKAGE = {"peft": "peft", "adapters": "adapters", "transformers": "torch", "own": "torch"}
+LIBRARY_PACKAGE = {"peft": "peft", "bottleneck": "torch", "transformers": "torch", "own": "torch"}
 
 
 def base_note(manifest: dict[str, Any]) -> str:

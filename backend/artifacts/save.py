@@ -3,7 +3,9 @@
 Layout of a run folder (everything at the top level so the standard loaders take the
 folder itself):
   PEFT methods   adapter_config.json + adapter_model.safetensors (head included)
-  adapter        AdapterHub ``save_adapter`` output (safetensors, head included)
+  adapter        bottleneck.safetensors + bottleneck_config.json + head.safetensors, and the
+                 module's source, bottleneck.py (torch only; runs saved before issue 45 hold
+                 AdapterHub's ``save_adapter`` output instead, which still loads)
   full           config.json + model.safetensors (``save_pretrained``)
   probe          probe_head.safetensors + probe_config.json
   all            tokenizer files, labels.json, training_config.json, workbench.json,
@@ -23,14 +25,14 @@ from backend.artifacts.predictions import write_predictions
 from backend.catalogue import ModelInfo
 from backend.data.prepare import PreparedData
 from backend.methods import registry
-from backend.methods.adapter import ADAPTER_NAME
 from backend.training.outcome import RunOutcome
 
 FORMAT_VERSION = 1
 CHECK_ROWS = 64  # eval rows whose probabilities are stored for the reload check
 ADAPTER_FILES = {  # the files that make up "the adapter" (its size is reported)
     "peft": ("adapter_model.safetensors",),
-    "adapters": ("adapter.safetensors", "model_head.safetensors"),
+    "adapters": ("adapter.safetensors", "model_head.safetensors"),  # runs from before issue 45
+    "bottleneck": ("bottleneck.safetensors", "head.safetensors"),
     "transformers": ("model.safetensors",),
     "own": ("probe_head.safetensors",),
 }
@@ -40,12 +42,29 @@ def save_weights(model: Any, library: str, out_dir: Path) -> None:
     """Save the trained weights the way the method's own library expects to load them."""
     if library == "peft":
         model.save_pretrained(str(out_dir), safe_serialization=True)
-    elif library == "adapters":
-        model.save_adapter(str(out_dir), ADAPTER_NAME, with_head=True, use_safetensors=True)
+    elif library == "bottleneck":
+        save_bottleneck(model, out_dir)
     elif library == "transformers":
         model.save_pretrained(str(out_dir), safe_serialization=True)
     else:
         raise ValueError(f"no weight saver for library {library}")
+
+
+def save_bottleneck(model: Any, out_dir: Path) -> None:
+    """The adapters (their weights and config), the head that trained beside them, and the module's
+    source: the folder loads onto the plain base with transformers and torch alone."""
+    import shutil
+
+    from backend.methods import bottleneck
+
+    bottleneck.save(model, out_dir)
+    head = {
+        name: p.detach().contiguous().cpu()
+        for name, p in model.named_parameters()
+        if p.requires_grad and ".bottleneck_adapters." not in f".{name}"
+    }
+    save_file(head, str(out_dir / "head.safetensors"))
+    shutil.copyfile(bottleneck.__file__, out_dir / "bottleneck.py")
 
 
 # Keys in the libraries' JSON files that record where the base model was loaded from.

@@ -1,12 +1,14 @@
-"""Bottleneck adapters (AdapterHub ``adapters``): down-project, non-linearity, up-project, skip.
+"""Bottleneck adapters: down-project, non-linearity, up-project, added to a sublayer's output.
 
 Placements: Houlsby (after attention and after the FFN), Pfeiffer (after the FFN only),
-parallel (He et al.'s unified view: beside the FFN, scaled; beat sequential there).
+parallel (He et al.'s unified view: beside the FFN, scaled; beat sequential there). The module
+is the project's own (``backend.methods.bottleneck``, torch only): it computes what AdapterHub's
+did from the same weights (``tests/fixtures/adapterhub``), and runs saved with AdapterHub still
+load (``backend.methods.adapterhub_layout``).
 
-``adapters`` (1.3.0) has bottleneck layers only for the architectures it was written for: among
-decoders GPT-2, GPT-J, LLaMA, Mistral, Qwen2/3, Phi and Gemma 2 (checked by training a tiny
-random model of each). OPT, BLOOM, Falcon, GPT-Neo(X), Gemma and Phi-3 are refused up front,
-with a message naming the PEFT methods, which do work there.
+It reaches BERT-family encoders, Llama-family decoders (Llama, Mistral, Qwen2/3) and GPT-2 through
+modules they all name alike; other architectures are refused up front, with a message naming the
+PEFT methods, which work there.
 """
 
 from __future__ import annotations
@@ -15,27 +17,27 @@ from dataclasses import dataclass
 from typing import Any
 
 from backend.catalogue import ModelInfo
-from backend.errors import ConfigError
 from backend.methods.base import BuildContext, MethodConfig, MethodSpec, knob
 from backend.methods.layers import layer_cut, top_layers_knob
 
-ADAPTER_NAME = "workbench"
-# Decoder model types (config.model_type) adapters 1.3.0 supports: its own model folders
-# (gpt2, gptj, llama, mistral) and its built-in plug-in interfaces (qwen2, qwen3, phi, gemma2).
-DECODER_TYPES = ("gpt2", "gptj", "llama", "mistral", "qwen2", "qwen3", "phi", "gemma2")
+ADAPTER_NAME = "workbench"  # AdapterHub's name for it, in runs saved before our own module
 
 
 def unsupported(model_type: str) -> str:
+    from backend.methods import bottleneck  # torch: not at the web app's start
+
     return (
-        f"Bottleneck adapters do not support {model_type} models: the adapters library has no "
-        f"adapter layers for them (among decoders it supports {', '.join(DECODER_TYPES)}); "
-        "choose LoRA, IA3, prompt tuning, prefix tuning or P-tuning instead"
+        f"Bottleneck adapters do not support {model_type} models: the adapter module knows where to sit in "
+        f"{', '.join(sorted(set(bottleneck.MODEL_TYPES)))} models; choose LoRA, IA3, prompt tuning, "
+        "prefix tuning or P-tuning instead"
     )
 
 
 def refuses(info: ModelInfo) -> str | None:
     """Why bottleneck adapters cannot train ``info`` (None: they can)."""
-    return unsupported(info.model_type) if info.is_decoder and info.model_type not in DECODER_TYPES else None
+    from backend.methods import bottleneck
+
+    return unsupported(info.model_type) if bottleneck.family_of(info.model_type) is None else None
 
 
 @dataclass
@@ -59,40 +61,19 @@ class Config(MethodConfig):
     top_layers: int = top_layers_knob()
 
 
-def reduction_factor(hidden: int, bottleneck: int) -> float:
-    """AdapterHub sizes adapters by hidden // reduction_factor; hit ``bottleneck`` exactly.
-
-    When hidden/bottleneck is not exact, float rounding could floor to bottleneck-1, so aim
-    half a unit above.
-    """
-    return hidden / bottleneck if hidden % bottleneck == 0 else hidden / (bottleneck + 0.5)
-
-
-def adapter_config(cfg: Config, hidden: int, leave_out: list[int] | None = None) -> Any:
-    """The AdapterHub config; ``leave_out``: layers that get no adapter (below a top_layers cut)."""
-    from adapters import DoubleSeqBnConfig, ParBnConfig, SeqBnConfig
-
-    kwargs = {"reduction_factor": reduction_factor(hidden, cfg.bottleneck), "leave_out": leave_out or []}
-    if cfg.placement == "houlsby":
-        return DoubleSeqBnConfig(**kwargs)
-    if cfg.placement == "pfeiffer":
-        return SeqBnConfig(**kwargs)
-    return ParBnConfig(**kwargs)  # scaling 4.0: the paper's setting
+HEADS = ("classifier", "score", "pre_classifier")  # the task's head: it always trains
 
 
 def build(model: Any, cfg: Config, ctx: BuildContext) -> Any:
-    import adapters
+    from backend.methods import bottleneck
 
     SPEC.check_model(ctx.info)
     cut = layer_cut(ctx.info.num_layers, cfg.top_layers, ctx.info.name)
-    leave_out = list(range(cut)) if cut is not None else []
-    try:
-        adapters.init(model)
-    except ValueError as exc:  # "Model X not pre-supported by adapters": an encoder not listed
-        raise ConfigError(unsupported(ctx.info.model_type)) from exc
-    model.add_adapter(ADAPTER_NAME, config=adapter_config(cfg, ctx.info.hidden_size, leave_out))
-    model.train_adapter(ADAPTER_NAME)  # freezes the base, activates the adapter
-    for name in ("classifier", "score", "pre_classifier"):  # the head always trains
+    layers = list(range(cut, ctx.info.num_layers)) if cut is not None else None
+    for p in model.parameters():  # the base stays frozen
+        p.requires_grad_(False)
+    bottleneck.attach(model, bottleneck.preset(cfg.placement, cfg.bottleneck, layers))
+    for name in HEADS:
         head = getattr(model, name, None)
         if head is not None:
             for p in head.parameters():
@@ -109,7 +90,7 @@ SPEC = MethodSpec(
     lr_candidates=(1e-4, 3e-4, 1e-3, 3e-3),
     description="Small bottleneck layers inserted in every block (Houlsby/Pfeiffer/parallel); "
     "near full fine-tuning accuracy with a few % of the parameters.",
-    library="adapters",
+    library="bottleneck",
     name_knob="bottleneck",
     cli_flags=("bottleneck",),
     refuses=refuses,

@@ -82,6 +82,7 @@ def config(bn: dict[str, Any], hidden: int, layers: list[int]) -> BottleneckConf
         activation=str(bn["non_linearity"]).lower(),
         scaling=float(bn.get("scaling", 1.0)),
         layers=layers,
+        init="mam" if bn.get("init_weights") == "mam_adapter" else "bert",
     )
 
 

@@ -18,7 +18,7 @@ The presets are AdapterHub's, and compute what AdapterHub 1.3.0 computed from th
 
 The module reaches a model through hooks on modules every architecture of a family names the
 same way (``FAMILIES``): nothing of the model's code is replaced, the base weights are untouched,
-and the adapter's weights live apart from them (``model.bottleneck_adapters``).
+and the adapter's weights sit beside them in each layer (``bottleneck_adapters``).
 
 This file imports torch only: an export ships it beside the weights, so that the model card's
 snippet loads an adapter onto the plain base with transformers alone.
@@ -52,6 +52,9 @@ class BottleneckConfig:
     activation: str = "relu"
     scaling: float = 1.0
     layers: list[int] | None = None  # None: every layer
+    # first weights, as AdapterHub's presets drew them: "bert" (both projections N(0, 0.02),
+    # biases 0) or "mam" (the down-projection as nn.Linear's default, the up-projection 0)
+    init: str = "bert"
     family: str = ""  # filled in when attached (a key of FAMILIES)
     extra: dict[str, Any] = field(default_factory=dict)  # what the app records beside it
 
@@ -59,7 +62,7 @@ class BottleneckConfig:
 PRESETS: dict[str, dict[str, Any]] = {
     "houlsby": {"sites": [ATTENTION, FFN], "reads": OUTPUT, "activation": "swish"},
     "pfeiffer": {"sites": [FFN], "reads": ADDED, "activation": "relu"},
-    "parallel": {"sites": [FFN], "insertion": PARALLEL, "activation": "relu", "scaling": 4.0},
+    "parallel": {"sites": [FFN], "insertion": PARALLEL, "activation": "relu", "scaling": 4.0, "init": "mam"},
 }
 
 
@@ -78,7 +81,21 @@ class Bottleneck(nn.Module):
         self.scaling = scaling
 
     def forward(self, u: torch.Tensor) -> torch.Tensor:
-        return self.up(self.act(self.down(u))) * self.scaling
+        # in the adapter's own dtype (a bf16 or 4/8-bit base may hand it another), back in u's
+        added = self.up(self.act(self.down(u.to(self.down.weight.dtype))))
+        return added.to(u.dtype) * self.scaling
+
+    def reset(self, init: str) -> None:
+        """First weights: "bert" or "mam" (``BottleneckConfig.init``)."""
+        with torch.no_grad():
+            if init == "mam":
+                self.down.reset_parameters()
+                nn.init.zeros_(self.up.weight)
+            else:
+                nn.init.normal_(self.down.weight, std=0.02)
+                nn.init.normal_(self.up.weight, std=0.02)
+            nn.init.zeros_(self.down.bias)
+            nn.init.zeros_(self.up.bias)
 
 
 @dataclass(frozen=True)
@@ -137,8 +154,8 @@ def _get(module: nn.Module, path: str) -> Any:
 
 
 def attach(model: nn.Module, cfg: BottleneckConfig) -> nn.ModuleDict:
-    """Add the adapters to ``model`` (as ``model.bottleneck_adapters``, by layer and site) and hook
-    them in; returns them. Their up-projections start at zero: the model starts as it was."""
+    """Add the adapters to ``model``'s layers and hook them in; returns them by layer and site (also
+    as ``model.bottleneck_adapters``), with their first weights (``cfg.init``)."""
     model_type = getattr(getattr(model, "config", None), "model_type", "")
     family = cfg.family or family_of(model_type)
     if family is None:
@@ -148,16 +165,19 @@ def attach(model: nn.Module, cfg: BottleneckConfig) -> nn.ModuleDict:
     layers = _backbone(model, layers_path)
     hidden = int(model.config.hidden_size)  # type: ignore[union-attr]
     chosen = range(len(layers)) if cfg.layers is None else cfg.layers
-    adapters = nn.ModuleDict()  # {layer: {site: Bottleneck}}: weights named "3.ffn.down.weight"
+    # Each layer holds its own adapters ("...layer.3.bottleneck_adapters.ffn.down.weight"): they
+    # move, freeze and cache with their layer. ``adapters`` indexes them all ({layer: {site: ...}},
+    # weights "3.ffn.down.weight") without registering them a second time.
+    adapters = nn.ModuleDict()
     for index in chosen:
-        adapters[str(index)] = nn.ModuleDict()
+        here = nn.ModuleDict()
         for where in cfg.sites:
-            adapter = Bottleneck(hidden, cfg.size, cfg.activation, cfg.scaling)
-            nn.init.zeros_(adapter.up.weight)
-            nn.init.zeros_(adapter.up.bias)
-            adapters[str(index)][where] = adapter
-            _hook(layers[index], sites[where], adapter, cfg)
-    model.bottleneck_adapters = adapters  # registered as a submodule: it moves and saves with the model
+            here[where] = Bottleneck(hidden, cfg.size, cfg.activation, cfg.scaling)
+            here[where].reset(cfg.init)
+            _hook(layers[index], sites[where], here[where], cfg)
+        layers[index].bottleneck_adapters = here
+        adapters[str(index)] = here
+    model.__dict__["bottleneck_adapters"] = adapters  # a plain attribute: not a submodule of model
     model.bottleneck_config = cfg
     return adapters
 

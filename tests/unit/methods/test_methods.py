@@ -287,7 +287,7 @@ def test_export_reloads_in_fresh_process_with_identical_predictions(
     manifest = json.loads((out / "workbench.json").read_text())
     standard = {
         "peft": "adapter_config.json",
-        "adapters": "adapter_config.json",
+        "bottleneck": "bottleneck_config.json",
         "transformers": "config.json",
         "own": "probe_config.json",
     }[manifest["library"]]

@@ -222,13 +222,14 @@ def reload_peft(info: ModelInfo, out: Path) -> Any:
     return PeftModel.from_pretrained(load_classifier(info, LABELS), str(out)).eval()
 
 
-def reload_adapters(info: ModelInfo, out: Path) -> Any:
-    import adapters
+def reload_bottleneck(info: ModelInfo, out: Path) -> Any:
+    from safetensors.torch import load_file
+
+    from backend.methods import bottleneck
 
     model = load_classifier(info, LABELS)
-    adapters.init(model)
-    model.load_adapter(str(out), set_active=True, use_safetensors=True)
-    return model.eval()
+    model.load_state_dict(load_file(str(out / "head.safetensors")), strict=False)
+    return bottleneck.load(model, out).eval()
 
 
 @pytest.mark.parametrize(
@@ -237,7 +238,7 @@ def reload_adapters(info: ModelInfo, out: Path) -> Any:
         ("lora", {}, "layers_to_transform", [4, 5]),
         ("lora", {"targets": "all linear"}, "exclude_modules", r"bert\.encoder\.layer\.(0|1|2|3)\..*"),
         ("ia3", {}, "exclude_modules", r"bert\.encoder\.layer\.(0|1|2|3)\..*"),
-        ("adapter", {"placement": "houlsby"}, "leave_out", [0, 1, 2, 3]),
+        ("adapter", {"placement": "houlsby"}, "layers", [4, 5]),
     ],
     ids=["lora", "lora-all-linear", "ia3", "adapter"],
 )
@@ -247,13 +248,13 @@ def test_exports_are_standard_and_reload_identically(
     model = built(info, method, knobs)
     library = registry.get(method).library
     save_weights(model, library, tmp_path)
-    saved = json.loads((tmp_path / "adapter_config.json").read_text())
-    if library == "adapters":
-        saved = saved["config"]
+    saved = json.loads(
+        (tmp_path / ("adapter_config.json" if library == "peft" else "bottleneck_config.json")).read_text()
+    )
     assert saved[key] == expected
     if method == "lora" and not knobs:
         assert saved["layers_pattern"] == "layer"
-    reloaded = reload_peft(info, tmp_path) if library == "peft" else reload_adapters(info, tmp_path)
+    reloaded = reload_peft(info, tmp_path) if library == "peft" else reload_bottleneck(info, tmp_path)
     cache = LowerLayerCache.build(model, enc, CUT, CPU)
     with torch.no_grad():
         trained = cache.forward(model, ROWS).logits
