@@ -54,14 +54,17 @@ def test_the_database_locked_while_a_job_finishes(
     holder = threading.Thread(target=hold_write_lock, args=(db_file, release), daemon=True)
     holder.start()  # from here on, every write waits 1 s and fails: "database is locked"
     try:
-        wait_for(lambda: "succeeded: accuracy" in log_path.read_text(), 180, "training to finish")
+        wait_for(lambda: "succeeded: accuracy" in log_path.read_text(), 90, "training to finish")
         time.sleep(4)  # several failed attempts at recording the success
     finally:
         release.set()
         holder.join(timeout=10)
     done = wait_status(bench, job_id, timeout=120)
     assert done["status"] == "succeeded", done["error"]
-    assert "could not record success yet" in log_path.read_text()
+    log = log_path.read_text()
+    assert "could not record success yet" in log
+    # a locked database slows its progress writes down, not the training (jobs.reporting)
+    assert "could not write progress (OperationalError); will retry in 2 s" in log
     assert not (Path(job["artifact_dir"]) / "checkpoint").exists()  # dropped once recorded
     assert not (Path(job["artifact_dir"]) / queue.OUTCOME_FILE).exists()
 
