@@ -50,11 +50,10 @@ class SearchDone(Exception):
     """Raised from the log callback once the search has chosen: the run stops there."""
 
 
-def search_one(dataset: str, method: str, train: Path, **settings: Any) -> dict[str, Any]:
-    """``settings``: further TrainConfig settings (bench/lr_trigger.py: seed, max length)."""
+def search_lines(cfg: Any) -> list[str]:
+    """What a run with ``cfg`` logs until its search has chosen (the run stops there)."""
     from backend.run import run_training
     from backend.training.callbacks import Callback
-    from backend.training.config import TrainConfig
 
     lines: list[str] = []
 
@@ -64,12 +63,20 @@ def search_one(dataset: str, method: str, train: Path, **settings: Any) -> dict[
             if message.startswith("learning rate ") and "held-out loss per candidate" in message:
                 raise SearchDone
 
+    with tempfile.TemporaryDirectory() as out, contextlib.suppress(SearchDone):
+        run_training(cfg, Path(out), StopAfterSearch())
+    return lines
+
+
+def search_one(dataset: str, method: str, train: Path, **settings: Any) -> dict[str, Any]:
+    """``settings``: further TrainConfig settings (bench/lr_trigger.py: seed, max length)."""
+    from backend.training.config import TrainConfig
+
     split, _ = DATASETS[dataset]
     eval_data = str(SHARED / dataset / f"{split}.csv")
     cfg = TrainConfig(data=str(train), eval_data=eval_data, method=method, **{"seed": 0, **settings})
     started = time.perf_counter()
-    with tempfile.TemporaryDirectory() as out, contextlib.suppress(SearchDone):
-        run_training(cfg, Path(out), StopAfterSearch())
+    lines = search_lines(cfg)
     choice = next(line for line in lines if line.startswith("learning rate "))
     finals = [finalist(line) for line in lines if BEATS.search(line) or KEPT.search(line)]
     return {
