@@ -26,6 +26,9 @@ from service.api import Workbench
 from tests.jobs.conftest import kill_workers, wait_for
 
 START_TIMEOUT = 120.0  # cold imports on a busy 2-core machine
+# Every gradio_client call gives up after this long without a byte (httpx's read timeout): a call
+# that never returns is a failure with a message, not a held run.
+CLIENT_TIMEOUT = {"timeout": 120.0}
 JOB_TIMEOUT = 300.0
 ARTIFACTS = PROJECT_ROOT / "test-artifacts" / "ui"
 
@@ -124,7 +127,8 @@ def client(server: Server, tmp_path_factory: pytest.TempPathFactory) -> Any:
     """A gradio_client on the server; downloads go to a temporary folder."""
     from gradio_client import Client
 
-    return Client(server.url, verbose=False, download_files=str(tmp_path_factory.mktemp("downloads")))
+    downloads = str(tmp_path_factory.mktemp("downloads"))
+    return Client(server.url, verbose=False, download_files=downloads, httpx_kwargs=CLIENT_TIMEOUT)
 
 
 def wait_finished(client: Any, job_ids: list[int], timeout: float = JOB_TIMEOUT) -> dict[int, dict[str, Any]]:

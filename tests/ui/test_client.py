@@ -13,7 +13,7 @@ import pytest
 
 from tests.jobs.conftest import wait_for
 from tests.tiny_models import TINY_BERT
-from tests.ui.conftest import JOB_TIMEOUT, Server, start_server, stop_server, wait_finished
+from tests.ui.conftest import CLIENT_TIMEOUT, JOB_TIMEOUT, Server, start_server, stop_server, wait_finished
 from tests.unit.service.test_cli import cli
 
 QUICK = {"epochs": 1, "max_length": 32, "batch_size": 16, "model": TINY_BERT}
@@ -179,7 +179,9 @@ def test_a_caller_from_another_machine_gets_no_server_details(
     """Through a proxy (the app on loopback sees X-Forwarded-For): file names only, no pids."""
     from gradio_client import Client
 
-    remote = Client(server.url, verbose=False, headers={"X-Forwarded-For": "203.0.113.9"})
+    remote = Client(
+        server.url, verbose=False, httpx_kwargs=CLIENT_TIMEOUT, headers={"X-Forwarded-For": "203.0.113.9"}
+    )
     lora_id, probe_id = two_runs["lora"]["id"], two_runs["probe"]["id"]
     detail = remote.predict(job_id=lora_id, log_tail=1000, api_name="/job")
     assert not {"artifact_dir", "log_path", "worker_pid", "worker_host", "error_detail"} & set(detail)
@@ -313,7 +315,7 @@ def test_a_restarted_app_shows_the_same_jobs(
     before = {j["id"]: (j["status"], j["accuracy"]) for j in client.predict(api_name="/jobs")}
     second = start_server(tmp_path, "--no-supervisor", data_dir=server.settings.data_dir)
     try:
-        after = Client(second.url, verbose=False).predict(api_name="/jobs")
+        after = Client(second.url, verbose=False, httpx_kwargs=CLIENT_TIMEOUT).predict(api_name="/jobs")
     finally:
         stop_server(second, kill_jobs=False)  # the first server's workers are not its to kill
     assert {j["id"]: (j["status"], j["accuracy"]) for j in after} == before
@@ -330,8 +332,13 @@ def test_with_auth_the_api_needs_the_password(tmp_path: Path) -> None:
     try:
         assert b"s3cret" not in Path(f"/proc/{locked.process.pid}/cmdline").read_bytes()
         with pytest.raises(Exception, match="credentials"):
-            Client(locked.url, verbose=False)
-        assert Client(locked.url, auth=("ann", "s3cret"), verbose=False).predict(api_name="/jobs") == []
+            Client(locked.url, verbose=False, httpx_kwargs=CLIENT_TIMEOUT)
+        assert (
+            Client(locked.url, auth=("ann", "s3cret"), verbose=False, httpx_kwargs=CLIENT_TIMEOUT).predict(
+                api_name="/jobs"
+            )
+            == []
+        )
     finally:
         stop_server(locked, kill_jobs=False)
 
@@ -382,6 +389,8 @@ def test_report_is_one_html_file_of_the_compared_runs(
     local = Path(client.predict(job_ids=ids, api_name="/report"))
     page = local.read_text(encoding="utf-8")
     assert local.suffix == ".html" and all(f"#{i} " in page for i in ids) and "<svg" in page
-    remote = Client(server.url, verbose=False, headers={"X-Forwarded-For": "203.0.113.9"})
+    remote = Client(
+        server.url, verbose=False, httpx_kwargs=CLIENT_TIMEOUT, headers={"X-Forwarded-For": "203.0.113.9"}
+    )
     shared = Path(remote.predict(job_ids=ids, api_name="/report")).read_text(encoding="utf-8")
     assert all(f"#{i} " in shared for i in ids) and str(server.settings.data_dir) not in shared
