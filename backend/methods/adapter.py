@@ -20,8 +20,6 @@ from backend.catalogue import ModelInfo
 from backend.methods.base import BuildContext, MethodConfig, MethodSpec, knob
 from backend.methods.layers import layer_cut, top_layers_knob
 
-ADAPTER_NAME = "workbench"  # AdapterHub's name for it, in runs saved before our own module
-
 
 def unsupported(model_type: str) -> str:
     from backend.methods import bottleneck  # torch: not at the web app's start
