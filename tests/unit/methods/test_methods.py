@@ -242,6 +242,18 @@ def test_every_method_searches_within_its_own_window_above_its_default() -> None
         assert min(rates) <= spec.default_lr, key  # it can still look below its default
 
 
+def test_only_the_shallow_prompts_search_above_half_a_decade() -> None:
+    """Issue 51: without 0.1 in its grid P-tuning at defaults lost 9 points on a held-out set;
+    issue 36's evidence keeps every other method within half a decade of its default."""
+    from backend.methods.base import MAX_ABOVE_DEFAULT
+
+    for key in ("ptuning", "prompt"):
+        assert 0.1 in registry.get(key).lr_candidates, key
+    methods = registry.keys()
+    wide = {key for key in methods if registry.get(key).lr_window != MAX_ABOVE_DEFAULT}
+    assert wide == {"ptuning", "prompt"}
+
+
 def test_common_settings_are_range_checked_from_their_metadata() -> None:
     from backend.errors import ConfigError
     from backend.training.config import validate
