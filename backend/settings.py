@@ -157,6 +157,19 @@ def _switch(text: str) -> str | bool:
 RUNNERS = ("local", "ray")
 
 
+HOST_ENV = "WORKBENCH_HOST"
+
+
+def host_name() -> str:
+    """This machine's name in the job database (``Job.worker_host``, the supervisors' rows): the
+    hostname, unless ``WORKBENCH_HOST`` gives another. Supervisors of one host share its job
+    limit; two that share a hostname but should keep limits of their own (containers, a test of
+    two supervisors) take different names. Workers inherit it from their supervisor."""
+    import socket
+
+    return os.environ.get(HOST_ENV) or socket.gethostname()
+
+
 def artifact_root_problem(root: Path) -> str | None:
     """None if this machine can write into ``root``; else what is wrong, for the user.
 

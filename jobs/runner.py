@@ -11,7 +11,6 @@ import contextlib
 import logging
 import os
 import signal
-import socket
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -20,7 +19,7 @@ from typing import Protocol
 
 import psutil
 
-from backend.settings import PROJECT_ROOT, Settings
+from backend.settings import PROJECT_ROOT, Settings, host_name
 from jobs.forkserver import forked_here, known_exit, shared_server
 from jobs.schema import Job
 
@@ -153,7 +152,7 @@ class LocalProcessRunner:
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self.host = socket.gethostname()
+        self.host = host_name()
 
     def start(self, job_id: int, *, log_path: Path, gpu: int | None = None) -> Handle:
         log_path.parent.mkdir(parents=True, exist_ok=True)

@@ -20,7 +20,6 @@ from __future__ import annotations
 import logging
 import os
 import signal
-import socket
 import threading
 import time
 import uuid
@@ -29,7 +28,7 @@ from pathlib import Path
 
 import psutil
 
-from backend.settings import Settings
+from backend.settings import Settings, host_name
 from jobs import queue
 from jobs.db import Database, is_transient, retry
 from jobs.reconcile import Reconciler
@@ -80,7 +79,7 @@ class Supervisor(Reconciler):
         self.only_sweeps = only_sweeps  # with only_jobs: these sweeps' new trials run too
         self.poll_seconds = poll_seconds
         self.hung_seconds, self.cancel_grace, self.kill_grace = hung_seconds, cancel_grace, kill_grace
-        self.host = socket.gethostname()
+        self.host = host_name()
         self.token = f"{self.host}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.handles: dict[int, Handle] = {}
         self._kill_reasons: dict[int, str] = {}

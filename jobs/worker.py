@@ -17,13 +17,12 @@ from __future__ import annotations
 
 import contextlib
 import os
-import socket
 import sys
 import traceback
 from pathlib import Path
 from typing import Any
 
-from backend.settings import Settings, apply_environment, artifact_root_problem
+from backend.settings import Settings, apply_environment, artifact_root_problem, host_name
 from backend.training.callbacks import TrainingCancelled, TrialPruned
 from jobs import queue
 from jobs.db import Database, retry
@@ -145,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
         queue.finish(db, job_id, FAILED, attempts=RECORD_ATTEMPTS, error=problem, error_kind="user")
         return 0
     log = JobLog(Path(job.log_path or settings.artifacts_dir / f"job-{job_id}" / "job.log"))
-    pid, host = os.getpid(), socket.gethostname()
+    pid, host = os.getpid(), host_name()
     started = process_start_time(pid)
     # A GPU that a cluster (Ray) gave this process, for the Runs view's Where column; a
     # local supervisor already recorded the one it chose.

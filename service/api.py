@@ -20,6 +20,7 @@ from sqlalchemy import delete, select, update
 from backend.data.limits import check_file_size
 from backend.errors import ConfigError
 from backend.methods import registry
+from backend.settings import host_name
 from backend.training.config import TrainConfig, validate
 from jobs import queue, views
 from jobs.schema import CANCELLED, FAILED, QUEUED, RUNNING, Job, Metric
@@ -194,9 +195,7 @@ class Workbench(DatasetsApi, CatalogueApi, ArtifactsApi, SweepsApi, AnalysisApi,
 
     def supervisor_running(self) -> bool:
         """True if a live supervisor is watching this database's queue."""
-        import socket
-
-        host = socket.gethostname()
+        host = host_name()
         return any(owner_alive(row, host) for row in supervisors(self.db).values())
 
     def cancel(self, job_id: int) -> JobDetail:

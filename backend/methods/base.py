@@ -186,7 +186,7 @@ class MethodSpec:
     build: Callable[[Any, Any, BuildContext], Any]
     default_lr: float
     description: str
-    library: str  # "peft", "adapters", "transformers" or "own"
+    library: str  # "peft", "bottleneck" (ours, backend/methods/bottleneck.py), "transformers" or "own"
     freezes_base: bool = True
     # It may train on a 4/8-bit quantized base (only a method that keeps the base frozen can:
     # quantized weights cannot take updates; ``registry.register`` checks).

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from backend.settings import PROJECT_ROOT, Settings
+from backend.settings import HOST_ENV, PROJECT_ROOT, Settings
 from jobs.runner import process_alive
 from jobs.schema import FINISHED
 from jobs.supervisor import Supervisor
@@ -212,13 +212,14 @@ def processes(settings: Settings) -> Iterator[Callable[..., subprocess.Popen[str
     """Start ``python app.py ...`` processes (e.g. a supervisor); killed afterwards."""
     started: list[subprocess.Popen[str]] = []
 
-    def start(*args: str) -> subprocess.Popen[str]:
+    def start(*args: str, host: str | None = None) -> subprocess.Popen[str]:
+        """``host``: the process's machine name in the database (``WORKBENCH_HOST``)."""
         out = settings.data_dir.parent / f"process-{len(started)}.log"
         with out.open("w") as sink:  # a file, not a pipe nobody reads
             proc = subprocess.Popen(
                 [sys.executable, "app.py", *args],
                 cwd=PROJECT_ROOT,
-                env=app_env(settings),
+                env=app_env(settings) | ({HOST_ENV: host} if host else {}),
                 stdout=sink,
                 stderr=subprocess.STDOUT,
                 text=True,

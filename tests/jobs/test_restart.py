@@ -75,10 +75,13 @@ def test_two_supervisors_never_run_one_job_twice(
     bench: Workbench, processes: Callable[..., subprocess.Popen[str]], data_dir: Path
 ) -> None:
     # Both supervisors are up before the jobs exist: a loaded machine took longer to start the
-    # second process than the first took to run all four jobs. Paced (a few seconds each), so
-    # that one job keeps a supervisor (one at a time) busy while the other claims the next.
-    processes("worker", "--max-concurrent", "1")
-    processes("worker", "--max-concurrent", "1")
+    # second process than the first took to run all four jobs. Two machines' worth: each its own
+    # host name, so each its own limit of one. On one host name they shared one limit, and the
+    # supervisor that had just finished a job claimed the next before the other polled (all
+    # four, about 1 run in 16). Paced (a few seconds each), so that one job keeps a supervisor busy
+    # while the other claims the next.
+    processes("worker", "--max-concurrent", "1", host="machine-a")
+    processes("worker", "--max-concurrent", "1", host="machine-b")
     wait_for(lambda: len(live_supervisors(bench.db)) == 2, 120, "both worker processes' supervisors")
     ids = [bench.submit(paced_job(data_dir, epochs=2, seed=i)) for i in range(4)]
     jobs = [wait_status(bench, i) for i in ids]
@@ -87,8 +90,11 @@ def test_two_supervisors_never_run_one_job_twice(
         log = bench.get_job(job_id, log_tail=1000)["log"]
         assert sum("worker started" in line for line in log) == 1, log
     with bench.db.read() as session:
-        owners = {session.get(Job, i).claimed_by for i in ids}
-    assert len(owners) == 2  # both supervisors took part
+        rows = [session.get(Job, i) for i in ids]
+    # both took part, each running its own jobs on its own host
+    assert {r.worker_host for r in rows} == {"machine-a", "machine-b"}
+    owners = {r.claimed_by for r in rows}
+    assert len(owners) == 2 and all(r.claimed_by.startswith(r.worker_host + ":") for r in rows)
 
 
 def test_claims_are_atomic_across_processes(bench: Workbench, settings: Settings, data_dir: Path) -> None:
