@@ -237,8 +237,9 @@ def _charts() -> tuple[gr.BarPlot, gr.BarPlot]:
         labels = gr.BarPlot(
             x="label",
             y="rows",
-            title="Label distribution",
             label="Label distribution",
+            x_title=" ",  # the plot's titles stay fixed, the label says it: charts.label_distribution
+            y_title="count",
             height=260,
             y_lim=[0, None],
             sort="x",
