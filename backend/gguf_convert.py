@@ -73,11 +73,28 @@ def convert_gguf(gguf_path: Path, out_dir: Path) -> None:
         model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=name, dtype=torch.float32)
     finally:
         hf_logging.set_verbosity(verbosity)
+    _let_go_of_the_quantizer(model)
     fix_special_tokens(tokenizer, model.config)
     model.generation_config.pad_token_id = model.config.pad_token_id
     model.save_pretrained(str(out_dir), safe_serialization=True)
     tokenizer.save_pretrained(str(out_dir))
     (Path(out_dir) / MARKER).write_text(json.dumps({"gguf_file": name}, indent=2))
+
+
+def _let_go_of_the_quantizer(model: Any) -> None:
+    """transformers 5 loads a GGUF through a quantizer. For architectures its new path knows,
+    with the ``kernels`` package, it keeps weights in GGUF blocks; otherwise (Llama on 5.23, or
+    no kernel) it dequantizes every tensor while loading, as transformers 4 did. The model then
+    refuses ``save_pretrained`` although its weights are plain float tensors: the quantizer
+    is dropped, once nothing is left in blocks."""
+    quantizer = getattr(model, "hf_quantizer", None)
+    if quantizer is None:  # transformers 4: no quantizer
+        return
+    dequantized = getattr(quantizer.quantization_config, "dequantize", False)
+    in_blocks = {} if dequantized else getattr(quantizer, "quantized", {})
+    if in_blocks or not all(p.dtype.is_floating_point for p in model.parameters()):
+        raise RuntimeError(f"the GGUF loaded with {len(in_blocks)} tensors left in quantized blocks")
+    quantizer.remove_quantization_config(model)
 
 
 def converted_from_gguf(folder: str | Path) -> bool:
