@@ -221,7 +221,8 @@ def report_lines(rows: list[dict[str, Any]]) -> list[str]:
         "",
         "1,000 training rows of each shared set, each method at its defaults but for the learning rate. "
         "*search chose*: the rate the search picked under each grid (`GRIDS`: what issue 36's window "
-        "left, then with 0.1, then for prompt tuning also 0.3), stopped once it had chosen. *at r*: the "
+        "left, then with 0.1, then for prompt tuning also 0.3), stopped once it had chosen; '→': the "
+        "run at defaults after that search, in full (stage `full`), where it ran. *at r*: the "
         "run in full at the fixed rate r (epochs auto, no search), its primary metric (macro-F1 for "
         "sms_spam) with the 95% interval. A seeded search that chooses the same rate under two grids "
         "trains the same run after it, so the grids differ only where their choices do. '–': not run.",
@@ -234,10 +235,17 @@ def report_lines(rows: list[dict[str, Any]]) -> list[str]:
                    key=lambda c: (SETS.index(c[0]) if c[0] in SETS else 99, c[1], c[2]))  # fmt: skip
     for dataset, method, seed in cells:
         picks = [chosen.get((dataset, method, seed, g)) for g in GRIDS[method]]
-        picked = " / ".join("–" if p is None else f"{p:g}" for p in picks)
+        picked = " / ".join(
+            "–" if p is None else chosen_cell(p, autos.get((dataset, method, seed, p))) for p in picks
+        )
         scores = [cell(rated.get((dataset, method, seed, lr))) for lr in rates]
         out.append(f"| {dataset} | {method} | {seed} | {picked} | " + " | ".join(scores) + " |")
     return out
+
+
+def chosen_cell(lr: float, auto: dict[str, Any] | None) -> str:
+    """The rate a search chose, with what the run after it (``full``) reached where it ran."""
+    return f"{lr:g}" if auto is None else f"{lr:g} → {cell(auto)}"
 
 
 def cell(r: dict[str, Any] | None) -> str:
