@@ -80,6 +80,11 @@ def shared_data() -> Path:
 SHARED_SERVICES = {"server": "ui-server", "client": "ui-server", "cluster": "ray-cluster"}
 
 
+# tryfirst: xdist's worker reads the groups in a hook of its own (it appends "@group" to each
+# test id), registered after this file and so called before it unless told otherwise. Without
+# it no test had a group: the modules' fixtures, the app server and the Ray cluster were each
+# built on both workers (tests/test_xdist_groups.py).
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         names = getattr(item, "fixturenames", ())
