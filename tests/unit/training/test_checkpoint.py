@@ -308,7 +308,10 @@ def test_kills_during_checkpoint_writes_always_leave_a_resumable_checkpoint(
                 assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL, "the writer failed"
                 live = current_folder(directory).name
                 interrupted += bool({p.name for p in directory.iterdir()} - {checkpoint.POINTER, live})
-                epoch = assert_resumable(directory, fitter, epoch)
+                before, epoch = epoch, assert_resumable(directory, fitter, epoch)
+                # A machine busier than when the first save was timed saves slower: a kill that
+                # found no save completed widens the window, so that some complete and some not.
+                window *= 1.5 if epoch == before else 1.0
             # One complete save sweeps whatever the kills left behind.
             server.ask("once")  # the writer's pid
             status = int(server.reply())
