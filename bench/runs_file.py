@@ -21,6 +21,13 @@ def read_runs(runs: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in runs.read_text().splitlines()] if runs.is_file() else []
 
 
+def append_run(runs: Path, row: dict[str, Any]) -> None:
+    """One finished run: printed, and appended to its runs file as one JSON line."""
+    print(json.dumps(row), flush=True)
+    with runs.open("a") as fh:
+        fh.write(json.dumps(row) + "\n")
+
+
 def run_pending(
     runs: Path,
     report: Path,
@@ -35,10 +42,7 @@ def run_pending(
         if (method, seed, rows) in have:
             continue
         print(f"{method} seed {seed} ...", flush=True)
-        row = run_one(method, seed)
-        print(json.dumps(row), flush=True)
-        with runs.open("a") as fh:
-            fh.write(json.dumps(row) + "\n")
+        append_run(runs, run_one(method, seed))
         report.write_text(render())
     report.write_text(render())
     print(report.read_text())
