@@ -87,6 +87,11 @@ SHARED_SERVICES = {"server": "ui-server", "client": "ui-server", "cluster": "ray
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
-        names = getattr(item, "fixturenames", ())
-        group = next((g for name, g in SHARED_SERVICES.items() if name in names), None)
-        item.add_marker(pytest.mark.xdist_group(group or item.nodeid.split("::")[0]))
+        item.add_marker(pytest.mark.xdist_group(group_of(item)))
+
+
+def group_of(item: pytest.Item) -> str:
+    """The shared service a test uses, else its module."""
+    names = getattr(item, "fixturenames", ())
+    group = next((g for name, g in SHARED_SERVICES.items() if name in names), None)
+    return group or item.nodeid.split("::")[0]

@@ -9,16 +9,12 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import SHARED_SERVICES
+from tests.conftest import group_of
 
 
 def test_every_test_runs_in_its_group(request: Any) -> None:
     if not getattr(request.config.option, "loadgroup", False):
         pytest.skip("groups exist only on an xdist worker under --dist loadgroup (make test)")
-    items = request.session.items
     assert request.node.nodeid.endswith("@tests/test_xdist_groups.py")
-    for item in items:
-        names = item.fixturenames
-        service = next((g for name, g in SHARED_SERVICES.items() if name in names), None)
-        expected = service or item.nodeid.split("::")[0]
-        assert item.nodeid.endswith(f"@{expected}"), item.nodeid
+    for item in request.session.items:
+        assert item.nodeid.endswith(f"@{group_of(item)}"), item.nodeid
