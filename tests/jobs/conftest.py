@@ -64,12 +64,28 @@ def postgres() -> Iterator[PostgresServer]:
         yield server
 
 
-# Every test that takes ``settings`` (and so ``bench``, ``supervisors``, ``processes``) runs
-# once on SQLite and once on PostgreSQL: the whole jobs suite on both engines.
+# A test that takes ``settings`` (and so ``bench``, ``supervisors``, ``processes``) runs once on
+# SQLite and once on PostgreSQL: what the engines do differently (claims under concurrency,
+# locks, migrations, column types, constraints, transactions) is all reached through it.
+# A module whose tests only drive a flow through the same SQLAlchemy calls (the CLI, sweeps,
+# trackers, a task's jobs) says ``pytestmark = pytest.mark.engines("sqlite")``: on both it
+# doubled their time and found nothing the engine tests do not.
 ENGINES = ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
+ENGINE_NAMES = ("sqlite", "postgresql")
 
 
-@pytest.fixture(params=ENGINES)
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "engine_name" not in metafunc.fixturenames:
+        return
+    mark = metafunc.definition.get_closest_marker("engines")
+    wanted = mark.args if mark else ENGINE_NAMES
+    unknown = set(wanted) - set(ENGINE_NAMES)
+    assert not unknown, f"unknown engines {unknown} in {metafunc.definition.nodeid}"
+    params = [p for p, name in zip(ENGINES, ENGINE_NAMES, strict=True) if name in wanted]
+    metafunc.parametrize("engine_name", params, indirect=True)
+
+
+@pytest.fixture
 def engine_name(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 

@@ -8,6 +8,8 @@ import sys
 import zipfile
 from pathlib import Path
 
+import pytest
+
 from backend.settings import PROJECT_ROOT, Settings
 from tests.jobs.conftest import app_env
 
@@ -51,6 +53,7 @@ def test_submit_wait_then_inspect_export_delete(settings: Settings, data_dir: Pa
     assert missing.returncode == 2 and missing.stderr.strip() == "error: no job 1"
 
 
+@pytest.mark.engines("sqlite")  # the CLI's flow; a PostgreSQL URL is the test above
 def test_user_errors_exit_2_with_one_line(settings: Settings, data_dir: Path, tmp_path: Path) -> None:
     queued = app(settings, "submit", "--data", str(data_dir / "tiny.csv"), "--method", "lora")
     assert queued.returncode == 0 and json.loads(queued.stdout) == {"id": 1, "status": "queued"}
@@ -69,6 +72,7 @@ def test_user_errors_exit_2_with_one_line(settings: Settings, data_dir: Path, tm
     assert json.loads(resumed.stdout)["resumed_from"] == 1
 
 
+@pytest.mark.engines("sqlite")  # the CLI's flow; a PostgreSQL URL is the test above
 def test_datasets_are_listed_and_deleted_once_no_queued_job_uses_them(
     settings: Settings, data_dir: Path
 ) -> None:

@@ -82,6 +82,7 @@ def test_claims_count_every_supervisors_jobs_and_held_gpus(settings: Settings) -
     assert queue.claim_next(db, "a", "host", limit=3, gpus=2) is None  # nothing queued any more
 
 
+@pytest.mark.engines("sqlite")  # a worker's fault, not the engine's
 def test_a_lost_success_is_recorded_from_the_outcome_file(tmp_path: Path, settings: Settings) -> None:
     db = Database(settings.db_url)
     out = tmp_path / "job"
@@ -97,6 +98,7 @@ def test_a_lost_success_is_recorded_from_the_outcome_file(tmp_path: Path, settin
     assert "recorded from its outcome.json" in (out / "job.log").read_text()
 
 
+@pytest.mark.engines("sqlite")  # a worker's fault, not the engine's
 def test_a_full_disk_does_not_keep_a_job_running(
     tmp_path: Path, settings: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -181,6 +183,7 @@ def test_two_supervisors_with_limit_1_run_one_job_at_a_time(
     assert [bench.get_job(i, log_tail=0)["status"] for i in ids] == ["succeeded"] * 3
 
 
+@pytest.mark.engines("sqlite")  # a worker's fault, not the engine's
 def test_a_hung_worker_is_killed_and_failed_and_the_queue_moves_on(
     bench: Workbench, supervisors: Callable[..., Supervisor], data_dir: Path
 ) -> None:
@@ -200,6 +203,7 @@ def test_a_hung_worker_is_killed_and_failed_and_the_queue_moves_on(
     assert wait_status(bench, after)["status"] == "succeeded"
 
 
+@pytest.mark.engines("sqlite")  # a worker's fault, not the engine's
 def test_cancel_while_the_model_loads(
     bench: Workbench, supervisors: Callable[..., Supervisor], data_dir: Path
 ) -> None:

@@ -19,6 +19,7 @@ from service.api import Workbench
 from tests.jobs.conftest import make_settings, paced_job, quick_job, wait_running_step, wait_status
 
 
+@pytest.mark.engines("sqlite")  # how workers start, not the engine
 def test_a_forked_worker_runs_in_its_own_session_at_low_priority_and_reports_how_it_ended(
     bench: Workbench, supervisors: Callable[..., Supervisor], data_dir: Path
 ) -> None:
@@ -52,6 +53,7 @@ def test_the_fork_server_never_holds_the_app_password(
         server.process.wait(timeout=30)
 
 
+@pytest.mark.engines("sqlite")  # how workers start, not the engine
 def test_switched_off_each_worker_is_a_process_of_its_own(
     bench: Workbench,
     supervisors: Callable[..., Supervisor],

@@ -1,9 +1,11 @@
 """Jobs on a real local Ray cluster (a head and a worker node), through the Ray Jobs API.
 
 Marked ``ray``: a cluster takes ~20 s to start, and each scenario trains real jobs on its
-node. Every test takes ``settings``, so each scenario runs with the database on SQLite and
-on PostgreSQL. The supervisor claims from the database and submits to Ray; the worker on
-the Ray node writes progress and metrics to the database as a local worker does.
+node. The jobs test runs with the database on SQLite and on PostgreSQL (a cluster's nodes
+reach the database through its URL, a password included for PostgreSQL); the scenarios of Ray's
+own (cancel, a lost node, adoption) run on SQLite. The supervisor claims from the database and
+submits to Ray; the worker on the Ray node writes progress and metrics to the database as a
+local worker does.
 """
 
 from __future__ import annotations
@@ -100,6 +102,7 @@ def test_jobs_run_as_ray_jobs_and_write_their_metrics(
         assert any("Running entrypoint for job" in line for line in log), "Ray's log tail is kept"
 
 
+@pytest.mark.engines("sqlite")  # Ray's side; both engines: the test above
 def test_a_cluster_whose_python_lacks_a_workbench_module_is_refused_with_advice(
     ray_settings: Settings, cluster: RayCluster
 ) -> None:
@@ -114,6 +117,7 @@ def test_a_cluster_whose_python_lacks_a_workbench_module_is_refused_with_advice(
     )
 
 
+@pytest.mark.engines("sqlite")  # Ray's side; both engines: the test above
 def test_cancel_ends_the_ray_job(
     ray_settings: Settings, cluster: RayCluster, start_supervisor: Any, data_dir: Path
 ) -> None:
@@ -137,6 +141,7 @@ def test_cancel_ends_the_ray_job(
     assert any(f"ended {status};" in seen[-1] for status in ENDED_BY_CANCEL), seen[-1]
 
 
+@pytest.mark.engines("sqlite")  # Ray's side; both engines: the test above
 def test_a_killed_node_fails_its_job_and_the_queue_moves_on(
     ray_settings: Settings, cluster: RayCluster, start_supervisor: Any, data_dir: Path
 ) -> None:
@@ -150,6 +155,7 @@ def test_a_killed_node_fails_its_job_and_the_queue_moves_on(
     assert wait_status(bench, nxt)["status"] == "succeeded"
 
 
+@pytest.mark.engines("sqlite")  # Ray's side; both engines: the test above
 def test_a_restarted_supervisor_adopts_the_running_ray_job(
     ray_settings: Settings, cluster: RayCluster, start_supervisor: Any, data_dir: Path
 ) -> None:
@@ -172,6 +178,7 @@ def test_a_restarted_supervisor_adopts_the_running_ray_job(
     assert wait_status(bench, job_id, timeout=60)["status"] == "cancelled"
 
 
+@pytest.mark.engines("sqlite")  # Ray's side; both engines: the test above
 def test_a_running_job_ray_never_heard_of_is_failed_as_vanished(
     ray_settings: Settings, start_supervisor: Any, data_dir: Path
 ) -> None:

@@ -18,6 +18,10 @@ from tests.jobs.conftest import quick_job, wait_for, wait_status
 from tests.unit.test_regression import score_rows, write
 from ui.tabs.runs import summary
 
+# A task's flow through the jobs, not the engine: one engine (tests/jobs/conftest.py); the
+# sweeps' Optuna storage runs on both in test_sweeps.py.
+pytestmark = pytest.mark.engines("sqlite")
+
 
 def test_regression_jobs_report_their_task_and_pair_by_spearman(
     bench: Workbench, tmp_path: Path, supervisors: Callable[..., Supervisor]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import socket
 from pathlib import Path
 
+import pytest
 from sqlalchemy import select
 
 from backend.settings import Settings
@@ -19,6 +20,9 @@ from jobs.worker import run_job
 from service.api import Workbench
 from tests.jobs.conftest import quick_job
 from tests.tiny_models import LAYERS
+
+# What the worker writes per layer, not the engine: one engine (tests/jobs/conftest.py).
+pytestmark = pytest.mark.engines("sqlite")
 
 
 def test_a_probe_sweep_writes_each_layer_to_the_layer_column(

@@ -23,6 +23,9 @@ from ui.tables import predictions_table
 from ui.tabs import probing
 from ui.tabs.runs import summary
 
+# A task's flow through the jobs, not the engine: one engine (tests/jobs/conftest.py).
+pytestmark = pytest.mark.engines("sqlite")
+
 
 def test_token_jobs_train_compare_and_explain_their_errors(
     bench: Workbench, tmp_path: Path, supervisors: Callable[..., Supervisor]

@@ -23,6 +23,9 @@ from jobs.trackers import open_trackers
 from service.api import Workbench
 from tests.jobs.conftest import kill_workers, make_settings, quick_job, wait_status
 
+# The trackers read the run, not the database: one engine (tests/jobs/conftest.py).
+pytestmark = pytest.mark.engines("sqlite")
+
 
 def run_job(settings: Settings, config: dict[str, Any]) -> dict[str, Any]:
     """Submit ``config``, run it with a supervisor of ``settings`` and return the finished job."""
