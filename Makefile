@@ -33,7 +33,9 @@ run: install
 
 # The docs build first (a broken link or a page missing from the nav fails it), then the suite on
 # two workers (docs/development.md); pyproject.toml prints the 20 slowest tests of every run.
-PYTEST_ARGS ?= -n 2 --dist loadgroup
+# --no-loadscope-reorder: the groups start longest first, by tests/durations.json (tests/conftest.py);
+# xdist would otherwise order them by their number of tests.
+PYTEST_ARGS ?= -n 2 --dist loadgroup --no-loadscope-reorder
 test: install browser postgres
 	$(VENV)/bin/lint-imports
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
