@@ -204,22 +204,36 @@ def per_class_f1(compare: dict[str, Any]) -> tuple[pd.DataFrame, list[str]]:
     """F1 per class per run, and the x order.
 
     Gradio's bar plot stacks bars that share an x value, so each bar gets its own
-    x ("pos · #3"), ordered class by class: the runs of one class stand side by side.
+    x ("pos · #3"), ordered class by class: the runs of one class stand side by side. The
+    classes come in the runs' own order (numerically when every name is a number: "2" before
+    "10"), and each x carries ``in_order``'s rank, since the plot orders its x values as text.
     """
     runs = _runs(compare)
+    scores = {str(job_id): f1s or {} for job_id, f1s in (compare.get("per_class_f1") or {}).items()}
+    classes = list(dict.fromkeys(str(label) for f1s in scores.values() for label in f1s))
+    if classes and all(_is_number(c) for c in classes):
+        classes.sort(key=float)
+    pairs = [(c, job_id) for c in classes for job_id, f1s in scores.items() if c in map(str, f1s)]
+    bars = dict(zip(pairs, in_order([f"{c} · #{job_id}" for c, job_id in pairs]), strict=True))
     rows = [
         {
             "class": str(label),
             "f1": f1,
-            "run": runs.get(str(job_id), f"#{job_id}"),
-            "bar": f"{label} · #{job_id}",
+            "run": runs.get(job_id, f"#{job_id}"),
+            "bar": bars[str(label), job_id],
         }
-        for job_id, scores in (compare.get("per_class_f1") or {}).items()
-        for label, f1 in (scores or {}).items()
+        for job_id, f1s in scores.items()
+        for label, f1 in f1s.items()
     ]
-    frame = pd.DataFrame(rows, columns=["class", "f1", "run", "bar"])
-    order = list(frame.sort_values("class", kind="stable")["bar"]) if rows else []
-    return frame, order
+    return pd.DataFrame(rows, columns=["class", "f1", "run", "bar"]), list(bars.values())
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 CHOSEN, DROPPED, DIVERGED = "chosen", "dropped", "diverged"

@@ -192,8 +192,19 @@ def test_compare_frames_have_one_series_per_run() -> None:
     scatter = compare_scatter_svg({**COMPARE, "table": table})
     assert scatter.count('class="wb-point') == 2 and scatter.count('class="wb-error-bar"') == 1
     f1, order = charts.per_class_f1(COMPARE)
-    assert order == ["neg · #3", "neg · #4", "pos · #3", "pos · #4"]
+    assert [charts.shown(x) for x in order] == ["neg · #3", "neg · #4", "pos · #3", "pos · #4"]
     assert len(set(f1["bar"])) == len(f1), "one bar per x value: shared x values would stack"
+    assert sorted(f1["bar"]) == order  # the plot orders x as text
+
+
+def test_per_class_f1_keeps_numeric_classes_in_number_order() -> None:
+    """Class names "2" and "10" drawn as text came out "10", "2"; the runs' own order otherwise."""
+    numeric = {**COMPARE, "per_class_f1": {"3": {"10": 0.5, "2": 0.7}, "4": {"2": 0.6, "10": 0.4}}}
+    bars = sorted(charts.per_class_f1(numeric)[0]["bar"])
+    assert [charts.shown(x) for x in bars] == ["2 · #3", "2 · #4", "10 · #3", "10 · #4"]
+    named = {**COMPARE, "per_class_f1": {"3": {"sadness": 0.5, "joy": 0.7}}}
+    bars = sorted(charts.per_class_f1(named)[0]["bar"])
+    assert [charts.shown(x) for x in bars] == ["sadness · #3", "joy · #3"]
 
 
 def test_compare_table_formats_for_people() -> None:
