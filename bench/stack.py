@@ -166,7 +166,7 @@ def speed(before: str, epochs: int, only: list[str]) -> None:
 def speed_table() -> list[str]:
     runs = {(r["method"], r["stack"]): r for r in read_runs(SPEED_RUNS)}
     if not runs:
-        return []
+        return ["", "## Seconds per epoch, before and after", "", "Not run yet (`--speed`)."]
     lines = [
         "",
         "## Seconds per epoch, before and after",
