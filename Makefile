@@ -33,8 +33,8 @@ run: install
 
 # The docs build first (a broken link or a page missing from the nav fails it), then the suite on
 # two workers (docs/development.md); pyproject.toml prints the 20 slowest tests of every run.
-# --no-loadscope-reorder: the groups start longest first, by tests/durations.json (tests/conftest.py);
-# xdist would otherwise order them by their number of tests.
+# --no-loadscope-reorder: the groups go out in collection order (xdist's default sorts them by
+# their number of tests); measured at b3261b3, docs/development.md.
 PYTEST_ARGS ?= -n 2 --dist loadgroup --no-loadscope-reorder
 test: install browser postgres
 	$(VENV)/bin/lint-imports

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import tempfile
@@ -89,54 +88,6 @@ SHARED_SERVICES = {"server": "ui-server", "client": "ui-server", "cluster": "ray
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         item.add_marker(pytest.mark.xdist_group(group_of(item)))
-    items[:] = longest_groups_first(items, recorded_durations())
-
-
-# Seconds per test from an earlier full run (``pytest --write-durations``), so that the groups
-# that take longest start first: xdist hands a worker the next group when it runs low, and a long
-# group handed out last kept one worker busy for minutes after the other had finished (1,273 s
-# against 1,046 s of tests on this suite). Stale figures only cost balance, never a result.
-DURATIONS = ROOT / "tests" / "durations.json"
-
-
-def recorded_durations() -> dict[str, float]:
-    return json.loads(DURATIONS.read_text()) if DURATIONS.is_file() else {}
-
-
-def longest_groups_first(items: list[pytest.Item], seconds: dict[str, float]) -> list[pytest.Item]:
-    """``items`` with each xdist group's tests together, the groups by their recorded time,
-    longest first (a test without a figure counts 0); ties keep the collection's order, and so
-    does the order of tests within a group (module fixtures are built once)."""
-    total: dict[str, float] = {}
-    first: dict[str, int] = {}
-    for n, item in enumerate(items):
-        group = group_of(item)
-        total[group] = total.get(group, 0.0) + seconds.get(item.nodeid, 0.0)
-        first.setdefault(group, n)
-    return sorted(items, key=lambda item: (-total[group_of(item)], first[group_of(item)]))
-
-
-def pytest_addoption(parser: pytest.Parser) -> None:
-    parser.addoption(
-        "--write-durations",
-        action="store_true",
-        help="write each test's seconds (setup, call and teardown) to tests/durations.json",
-    )
-
-
-_seconds: dict[str, float] = {}
-
-
-def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    # Under xdist the controller sees every worker's reports, their ids ending "@group".
-    name = report.nodeid.rsplit("@", 1)[0] if "@" in report.nodeid.split("::")[-1] else report.nodeid
-    _seconds[name] = _seconds.get(name, 0.0) + report.duration
-
-
-def pytest_sessionfinish(session: pytest.Session) -> None:
-    if session.config.getoption("--write-durations") and not os.environ.get("PYTEST_XDIST_WORKER"):
-        figures = {name: round(s, 1) for name, s in sorted(_seconds.items())}
-        DURATIONS.write_text(json.dumps(figures, indent=0) + "\n")
 
 
 def group_of(item: pytest.Item) -> str:
