@@ -67,8 +67,8 @@ def postgres() -> Iterator[PostgresServer]:
 # A test that takes ``settings`` (and so ``bench``, ``supervisors``, ``processes``) runs once on
 # SQLite and once on PostgreSQL: what the engines do differently (claims under concurrency,
 # locks, migrations, column types, constraints, transactions) is all reached through it.
-# A module whose tests only drive a flow through the same SQLAlchemy calls (the CLI, sweeps,
-# trackers, a task's jobs) says ``pytestmark = pytest.mark.engines("sqlite")``: on both it
+# A test or module that only drives a flow through the same SQLAlchemy calls (the CLI's errors,
+# the trackers, a task's jobs) says ``@pytest.mark.engines("sqlite")``: on both it
 # doubled their time and found nothing the engine tests do not.
 ENGINES = ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
 ENGINE_NAMES = ("sqlite", "postgresql")
