@@ -1,7 +1,7 @@
 """Benchmark (issue 51): the search's window for the shallow-prompt methods, learned per method.
 
     .venv/bin/python bench/lr_prompts.py [--methods ptuning,prompt] [--datasets sst2,...]
-        [--seeds 0,1,2] [--stage search|full|both|rates] [--report]
+        [--seeds 0,1,2] [--stage search|full|both|rates] [--grid +0.1] [--report]
 
 Issue 36's window cut every method's candidates to half a decade above its default; its evidence
 came from LoRA, IA3 and full fine-tuning. P-tuning then lost 0.1 and prompt tuning 0.1, and
@@ -136,6 +136,9 @@ def main() -> int:
     p.add_argument("--datasets", default=",".join(SETS))
     p.add_argument("--seeds", default="0,1,2")
     p.add_argument("--stage", default="both", choices=("search", "full", "both", "rates"))
+    p.add_argument(
+        "--grid", default=None, help="stage full: only the rates this grid chose (e.g. '+0.1', the product's)"
+    )
     p.add_argument("--report", action="store_true", help="only rewrite the report from the runs file")
     args = p.parse_args()
     if not args.report:
@@ -162,10 +165,10 @@ def run(args: argparse.Namespace) -> None:
             for seed in seeds:
                 for dataset in sets:
                     for method in methods:
-                        run_cell(stage, dataset, method, seed, folder)
+                        run_cell(stage, dataset, method, seed, folder, args.grid)
 
 
-def run_cell(stage: str, dataset: str, method: str, seed: int, folder: Path) -> None:
+def run_cell(stage: str, dataset: str, method: str, seed: int, folder: Path, only: str | None = None) -> None:
     done = {key(r) for r in read_runs(RUNS)}
     base = {"stage": stage, "dataset": dataset, "method": method, "seed": seed, "commit": COMMIT}
     if stage == "search":
@@ -177,10 +180,14 @@ def run_cell(stage: str, dataset: str, method: str, seed: int, folder: Path) -> 
         return
     # one full run per distinct choice, under the first grid that chose it
     chosen: dict[float, str] = {}
+    by: dict[float, set[str]] = {}  # every grid that chose the rate
     for r in read_runs(RUNS):
         if r["stage"] == "search" and (r["dataset"], r["method"], r["seed"]) == (dataset, method, seed):
             chosen.setdefault(r["chosen"], r["grid"])
+            by.setdefault(r["chosen"], set()).add(r["grid"])
     for lr, name in sorted(chosen.items()):
+        if only is not None and only not in by[lr]:
+            continue
         row = {**base, "grid": name, "lr_chosen": lr}
         if key(row) not in done:
             append_run(RUNS, {**row, **full(dataset, method, seed, name, folder)})
