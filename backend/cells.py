@@ -25,6 +25,11 @@ def is_missing(value: object) -> bool:
     return isinstance(value, str) and not value.strip()
 
 
+def sorted_label_names(names: list[str], numeric: bool) -> list[str]:
+    """Distinct label names in their stable id order (numeric, else lexicographic)."""
+    return sorted(set(names), key=int if numeric else None)
+
+
 def looks_numeric(value: str) -> bool:
     """True for strings like "3", "-0.5", "1e3" (ids and scores, not free text)."""
     return NUMBER_RE.fullmatch(value.strip()) is not None

@@ -15,10 +15,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from backend.cells import NUMBER_RE, is_missing, listing
+from backend.cells import NUMBER_RE, is_missing, listing, sorted_label_names
 from backend.data.mapping import ColumnMapping
 from backend.errors import DataError
-from backend.tasks.classification import sorted_label_names
 
 _INT_RE = re.compile(r"[+-]?\d+")
 

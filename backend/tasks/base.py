@@ -5,6 +5,8 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from backend.cells import sorted_label_names
+
 if TYPE_CHECKING:  # torch, sklearn and scipy load inside the methods: the web app starts without them
     import numpy as np
     import torch
@@ -185,8 +187,6 @@ class Task(ABC):
 
     def distribution(self, names: list[str], numeric: bool) -> dict[str, int]:
         """Rows per label for the Data tab's chart (bins of a number)."""
-        from backend.tasks.classification import sorted_label_names
-
         counts = {name: 0 for name in sorted_label_names(names, numeric)}
         for name in names:
             counts[name] += 1

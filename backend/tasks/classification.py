@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from backend.catalogue import label_kwargs
-from backend.cells import MAX_LISTED, NUMBER_RE, listing
+from backend.cells import MAX_LISTED, NUMBER_RE, listing, sorted_label_names
 from backend.errors import DataError
 from backend.tasks.base import Task
 
@@ -201,11 +201,6 @@ def classification_metrics(
         "per_class": per_class,
         "confusion_matrix": confusion_matrix(labels, preds, labels=ids).tolist(),
     }
-
-
-def sorted_label_names(names: list[str], numeric: bool) -> list[str]:
-    """Distinct label names in their stable id order (numeric, else lexicographic)."""
-    return sorted(set(names), key=int if numeric else None)
 
 
 def check_eval_labels(names: list[str], label_names: list[str], source_name: str) -> list[str]:

@@ -9,10 +9,23 @@ from backend.tasks.regression import MANY_VALUES, Regression
 from backend.tasks.token_classification import TokenClassification
 
 AUTO = "auto"
-__all__ = ["AUTO", "DEFAULT", "MANY_VALUES", "all_tasks", "get", "keys", "resolve", "resolve_key"]
-# "auto" tries these in order; the last one takes any column
-_TASKS: tuple[Task, ...] = (TokenClassification(), Regression(), Classification())
+__all__ = ["AUTO", "DEFAULT", "MANY_VALUES", "all_tasks", "get", "keys", "register", "resolve", "resolve_key"]
+# "auto" tries these in the order they are registered; the last one takes any column
+_TASKS: list[Task] = []
 DEFAULT = Classification.key
+
+
+def register(task: Task) -> None:
+    """Add a task; a key taken already, or "auto", fails here, at import, not at a user's run."""
+    if task.key == AUTO:
+        raise RuntimeError(f"a task cannot be named '{AUTO}': it means the choice from the data")
+    if any(t.key == task.key for t in _TASKS):
+        raise RuntimeError(f"task '{task.key}' registered twice")
+    _TASKS.append(task)
+
+
+for _task in (TokenClassification(), Regression(), Classification()):
+    register(_task)
 
 
 def keys() -> tuple[str, ...]:

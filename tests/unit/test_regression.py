@@ -162,3 +162,13 @@ def test_the_data_tab_sees_scores_as_a_range_and_labels_as_classes(tmp_path: Pat
         "2 labels",
         {"a": 10, "b": 10},
     )
+
+
+def test_a_task_key_registered_twice_fails_at_registration() -> None:
+    from backend.tasks import registry
+    from backend.tasks.regression import Regression
+
+    before = registry.keys()
+    with pytest.raises(RuntimeError, match="task 'regression' registered twice"):
+        registry.register(Regression())
+    assert registry.keys() == before
