@@ -137,29 +137,18 @@ class Encoded:
     def batch(self, indices: list[int], pad_to: int | None = None) -> dict[str, torch.Tensor]:
         """Collate rows ``indices``; ``pad_to`` forces a fixed length (benchmarks only)."""
         rows = [self.features[i] for i in indices]
-        per_token = [row["labels"] for row in rows] if rows and "labels" in rows[0] else None
-        if per_token is not None:
-            rows = [{k: v for k, v in row.items() if k != "labels"} for row in rows]
-        values = pad_values(self.tokenizer, rows[0]) if rows and pad_to is None else None
+        inputs = [{k: v for k, v in row.items() if k not in self.task.row_keys} for row in rows]
+        left = self.tokenizer.padding_side == "left"
+        values = pad_values(self.tokenizer, inputs[0]) if inputs and pad_to is None else None
         if values is not None:
-            out = pad_longest(rows, values, self.tokenizer.padding_side == "left")
+            out = pad_longest(inputs, values, left)
         else:
             kwargs: dict[str, Any] = {"padding": "longest", "return_tensors": "pt"}
             if pad_to is not None:
                 kwargs = {"padding": "max_length", "max_length": pad_to, "return_tensors": "pt"}
-            out = dict(self.tokenizer.pad(rows, **kwargs))
-        if per_token is not None:  # padded like the ids, with the ignore index
-            values = {"labels": IGNORE}
-            width = out["input_ids"].shape[1]
-            left = self.tokenizer.padding_side == "left"
-            out["labels"] = pad_longest(
-                [{"input_ids": [0] * width, "labels": t} for t in per_token], values, left
-            )["labels"]
-            return out
-        # class ids train as long (cross-entropy), scores as float (the regression head's MSE)
-        kind = torch.float if self.labels and isinstance(self.labels[0], float) else torch.long
-        out["labels"] = torch.tensor([self.labels[i] for i in indices], dtype=kind)
-        return out
+            out = dict(self.tokenizer.pad(inputs, **kwargs))
+        # the task types and pads its own targets (class ids, scores, a tag per token)
+        return self.task.collate(out, rows, [self.labels[i] for i in indices], left)
 
     def train_order(
         self, batch_size: int, seed: int, group_by_length: bool = True, mega_batches: int = MEGA_BATCHES

@@ -62,6 +62,20 @@ class Task(ABC):
         enc = tokenizer(*args, truncation=True, max_length=max_length)
         return [{k: enc[k][i] for k in enc} for i in range(len(texts))]
 
+    # keys ``encode`` adds to a row beside the model's inputs (a per-token task's "labels"):
+    # the batch pads the inputs without them and hands them to ``collate``
+    row_keys: ClassVar[tuple[str, ...]] = ()
+
+    def collate(
+        self, inputs: dict[str, torch.Tensor], rows: list[dict[str, Any]], targets: list[Any], left: bool
+    ) -> dict[str, torch.Tensor]:
+        """A batch as the model trains on it: the padded ``inputs`` and this task's ``labels``,
+        typed and padded by the task (``rows``: as ``encode`` made them; ``left``: the tokenizer
+        pads on the left). Class ids, as cross-entropy takes them, by default."""
+        import torch
+
+        return {**inputs, "labels": torch.tensor(targets, dtype=torch.long)}
+
     def blank_targets(self, texts: list[str]) -> list[Any]:
         """Stand-in targets for texts to predict (encoding takes targets; the outputs ignore them)."""
         return [0] * len(texts)

@@ -145,6 +145,21 @@ class TokenClassification(Task):
     def blank_targets(self, texts: list[str]) -> list[Any]:
         return [[0] * len(t.split(" ")) for t in texts]
 
+    row_keys = ("labels",)  # a tag per token, from ``encode``
+
+    def collate(
+        self, inputs: dict[str, torch.Tensor], rows: list[dict[str, Any]], targets: list[Any], left: bool
+    ) -> dict[str, torch.Tensor]:
+        """Each row's per-token labels padded like its ids, with the ignore index."""
+        import torch
+
+        labels = torch.full(inputs["input_ids"].shape, IGNORE, dtype=torch.long)
+        for i, row in enumerate(rows):
+            tags = torch.tensor(row["labels"], dtype=torch.long)
+            start = labels.shape[1] - len(tags) if left else 0
+            labels[i, start : start + len(tags)] = tags
+        return {**inputs, "labels": labels}
+
     def outputs(self, logits: torch.Tensor) -> torch.Tensor:
         return logits.float().softmax(-1)
 
