@@ -76,6 +76,19 @@ class Task(ABC):
 
         return {**inputs, "labels": torch.tensor(targets, dtype=torch.long)}
 
+    def same_outputs(self, got: np.ndarray, want: np.ndarray, tolerance: float) -> dict[str, Any]:
+        """Whether two computations of the same rows' outputs agree (a fresh-process reload, a
+        merged model): ``labels_identical`` (the predictions people read), ``max_abs_diff`` and
+        ``ok``. Numbers per row by default: class probabilities or a score, per-word outputs
+        NaN past each sentence's end (the same positions must be NaN); the prediction is the
+        largest output."""
+        import numpy as np
+
+        shaped = got.shape == want.shape and np.array_equal(np.isnan(got), np.isnan(want))
+        diff = float(np.nanmax(np.abs(got - want), initial=0.0)) if shaped else float("inf")
+        same = shaped and bool((np.nan_to_num(got).argmax(-1) == np.nan_to_num(want).argmax(-1)).all())
+        return {"labels_identical": same, "max_abs_diff": diff, "ok": same and diff <= tolerance}
+
     def blank_targets(self, texts: list[str]) -> list[Any]:
         """Stand-in targets for texts to predict (encoding takes targets; the outputs ignore them)."""
         return [0] * len(texts)

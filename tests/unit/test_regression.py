@@ -162,36 +162,3 @@ def test_the_data_tab_sees_scores_as_a_range_and_labels_as_classes(tmp_path: Pat
         "2 labels",
         {"a": 10, "b": 10},
     )
-
-
-def test_a_task_key_registered_twice_fails_at_registration() -> None:
-    from backend.tasks import registry
-    from backend.tasks.regression import Regression
-
-    before = registry.keys()
-    with pytest.raises(RuntimeError, match="task 'regression' registered twice"):
-        registry.register(Regression())
-    assert registry.keys() == before
-
-
-@pytest.mark.parametrize("left", [False, True])
-def test_each_task_types_and_pads_its_own_labels(left: bool) -> None:
-    """``Task.collate``: scores as floats (MSE), class ids as longs, a tag per token padded on the
-    tokenizer's side with the ignore index."""
-    import torch
-
-    from backend.tasks import registry
-
-    inputs = {"input_ids": torch.zeros((2, 4), dtype=torch.long)}
-    score = registry.get("regression").collate(dict(inputs), [{}, {}], [0.5, 4.0], left)
-    assert score["labels"].dtype == torch.float and score["labels"].tolist() == [0.5, 4.0]
-    label = registry.get("classification").collate(dict(inputs), [{}, {}], [1, 0], left)
-    assert label["labels"].dtype == torch.long and label["labels"].tolist() == [1, 0]
-    rows = [{"labels": [-100, 3, -100]}, {"labels": [2]}]
-    tags = registry.get("token-classification").collate(dict(inputs), rows, [[3], [2]], left)
-    expected = (
-        [[-100, -100, 3, -100], [-100, -100, -100, 2]]
-        if left
-        else [[-100, 3, -100, -100], [2, -100, -100, -100]]
-    )
-    assert tags["labels"].tolist() == expected

@@ -1,0 +1,54 @@
+"""The task contract (backend/tasks/base.py) and its registry, across the tasks (issue 46)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from backend.tasks import registry
+
+
+def test_a_task_key_registered_twice_fails_at_registration() -> None:
+    from backend.tasks.regression import Regression
+
+    before = registry.keys()
+    with pytest.raises(RuntimeError, match="task 'regression' registered twice"):
+        registry.register(Regression())
+    assert registry.keys() == before
+
+
+@pytest.mark.parametrize("left", [False, True])
+def test_each_task_types_and_pads_its_own_labels(left: bool) -> None:
+    """``Task.collate``: scores as floats (MSE), class ids as longs, a tag per token padded on the
+    tokenizer's side with the ignore index."""
+    import torch
+
+    inputs = {"input_ids": torch.zeros((2, 4), dtype=torch.long)}
+    score = registry.get("regression").collate(dict(inputs), [{}, {}], [0.5, 4.0], left)
+    assert score["labels"].dtype == torch.float and score["labels"].tolist() == [0.5, 4.0]
+    label = registry.get("classification").collate(dict(inputs), [{}, {}], [1, 0], left)
+    assert label["labels"].dtype == torch.long and label["labels"].tolist() == [1, 0]
+    rows = [{"labels": [-100, 3, -100]}, {"labels": [2]}]
+    tags = registry.get("token-classification").collate(dict(inputs), rows, [[3], [2]], left)
+    expected = (
+        [[-100, -100, 3, -100], [-100, -100, -100, 2]]
+        if left
+        else [[-100, 3, -100, -100], [2, -100, -100, -100]]
+    )
+    assert tags["labels"].tolist() == expected
+
+
+def test_outputs_agree_only_with_the_same_predictions_and_the_same_shape() -> None:
+    task = registry.get("classification")
+    want = np.array([[0.6, 0.4], [0.2, 0.8]])
+    same = task.same_outputs(want + 1e-7, want, 1e-5)
+    assert same["ok"] and same["labels_identical"] and same["max_abs_diff"] < 1e-6
+    flipped = task.same_outputs(np.array([[0.4, 0.6], [0.2, 0.8]]), want, 1.0)
+    assert not flipped["labels_identical"] and not flipped["ok"]
+    drift = task.same_outputs(want + 1e-3, want, 1e-5)
+    assert drift["labels_identical"] and not drift["ok"] and drift["max_abs_diff"] == pytest.approx(1e-3)
+    # per-word outputs: a sentence's end (NaN) in another place is not the same output
+    words = np.array([[[0.9, 0.1], [np.nan, np.nan]]])
+    moved = task.same_outputs(np.array([[[0.9, 0.1], [0.5, 0.5]]]), words, 1.0)
+    assert moved["max_abs_diff"] == float("inf") and not moved["ok"]
+    assert not task.same_outputs(want[:1], want, 1.0)["ok"]
