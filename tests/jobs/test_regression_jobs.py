@@ -16,6 +16,7 @@ from service.svg_charts import compare_scatter_svg
 from tests.conftest import sentiment_rows, write_csv
 from tests.jobs.conftest import quick_job, wait_for, wait_status
 from tests.unit.test_regression import score_rows, write
+from ui.tabs.errors import evaluation_note
 from ui.tabs.runs import summary
 
 # A task's flow through the jobs, not the engine: one engine (tests/jobs/conftest.py); the
@@ -75,6 +76,9 @@ def test_regression_jobs_report_their_task_and_pair_by_spearman(
     other = bench.register_dataset(write(tmp_path / "other.csv", score_rows(40, 10)))
     evaluated = bench.evaluate(jobs[0], other["id"])  # another file of scores: its own metrics
     assert evaluated["rows"] == 40 and -1.0 <= evaluated["spearman"] <= 1.0 and evaluated["rmse"] > 0
+    # Error analysis's note on it: the task's metrics (it formatted an accuracy a score run lacks)
+    note = evaluation_note(jobs[0], evaluated, bench.get_job(jobs[0])["headline"])
+    assert f"spearman {evaluated['spearman']:.4f}" in note and "accuracy" not in note
     chart = compare_scatter_svg(bench.compare(jobs[:2]))  # Compare's chart: the score by size
     assert chart.count('class="wb-point') == 2 and "score against" in chart
     row = next(r for r in shown["table"] if r["id"] == jobs[0])

@@ -21,6 +21,7 @@ from ui.endpoints import Endpoints
 from ui.error_views import tagged_examples
 from ui.tables import predictions_table
 from ui.tabs import probing
+from ui.tabs.errors import evaluation_note
 from ui.tabs.runs import summary
 
 # A task's flow through the jobs, not the engine: one engine (tests/jobs/conftest.py).
@@ -86,4 +87,6 @@ def test_token_jobs_train_compare_and_explain_their_errors(
     other = bench.register_dataset(write_jsonl(tmp_path / "other.jsonl", sentences(30, 3)))
     evaluated = bench.evaluate(jobs[0], other["id"])
     assert evaluated["rows"] == 30 and 0.0 <= evaluated["entity_f1"] <= 1.0
+    note = evaluation_note(jobs[0], evaluated, bench.get_job(jobs[0])["headline"])
+    assert f"entity-f1 {evaluated['entity_f1']:.4f}" in note
     assert bench.predictions(jobs[0], dataset_id=other["id"])["kind"] == "tags"

@@ -7,6 +7,7 @@ always holds the examples as filtered and sorted on the page.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import gradio as gr
@@ -149,10 +150,8 @@ class _Handlers:
             result = self.endpoints.evaluate(int(job_id), int(dataset_id))
         except Exception as exc:  # noqa: BLE001
             return (problem(exc, "evaluating the run"), gr.skip(), gr.skip(), gr.skip())
-        note = done(
-            f"Run #{job_id} on **{result['dataset']}**: {result['rows']:,} rows, accuracy "
-            f"{result['accuracy']:.4f}, macro-F1 {result['macro_f1']:.4f}."
-        )
+        headline = self.endpoints.job(int(job_id), 0).get("headline") or ()
+        note = done(evaluation_note(int(job_id), result, headline))
         return (note, *self.sources(int(job_id), keep=int(dataset_id)))
 
     def disagree(self, job_a: int | None, job_b: int | None) -> str:
@@ -163,6 +162,15 @@ class _Handlers:
         except Exception as exc:  # noqa: BLE001 - e.g. different evaluation rows
             return problem(exc, "comparing the runs", toast=False)
         return disagreements_table(result, (f"#{job_a} predicts", f"#{job_b} predicts"))
+
+
+def evaluation_note(job_id: int, result: dict[str, Any], headline: Sequence[str]) -> str:
+    """What an evaluation on another dataset scored: the run's task's headline metrics (a score
+    run has no accuracy, a tag-per-word run reports entity F1)."""
+    shown = ", ".join(
+        f"{name.replace('_', '-')} {result[name]:.4f}" for name in headline if result.get(name) is not None
+    )
+    return f"Run #{job_id} on **{result['dataset']}**: {result['rows']:,} rows, {shown}."
 
 
 def build_errors_tab(endpoints: Endpoints, tab: Page) -> None:
