@@ -225,23 +225,36 @@ def seed_key(job: Job) -> str:
 
 def pooled_seeds(jobs: list[Job]) -> list[dict[str, Any]]:
     """Finished runs that differ only in seed, pooled: one entry per group of two or more, with
-    the mean ± sd of accuracy and macro-F1 over its n runs (sd with n - 1)."""
+    the mean ± sd over its n runs (sd with n - 1) of ``score`` (the task's primary metric) and of
+    each of the task's ``headline`` metrics (accuracy and macro-F1; Spearman, ...; entity F1, ...),
+    as ``<metric>`` and ``<metric>_sd``. Every task pools, not only those with an accuracy."""
     groups: dict[str, list[Job]] = {}
     for job in jobs:
-        if job.status == "succeeded" and job.accuracy is not None:
+        if job.status == "succeeded" and task_fields(job)["score"] is not None:
             groups.setdefault(seed_key(job), []).append(job)
     pooled = []
     for members in groups.values():
         if len(members) < 2:
             continue
+        fields = task_fields(members[0])
         entry: dict[str, Any] = {"jobs": [j.id for j in members], "name": members[0].name, "n": len(members)}
         entry["seeds"] = [(j.config or {}).get("seed") for j in members]
-        for metric in ("accuracy", "macro_f1"):
-            values = [float(getattr(j, metric)) for j in members if getattr(j, metric) is not None]
+        entry |= {key: fields[key] for key in ("task", "primary_metric", "headline")}
+        for metric in ("score", *fields["headline"]):
+            values = [v for j in members if (v := metric_of(j, metric)) is not None]
             entry[metric] = statistics.mean(values) if values else None
             entry[f"{metric}_sd"] = statistics.stdev(values) if len(values) > 1 else None
         pooled.append(entry)
     return pooled
+
+
+def metric_of(job: Job, name: str) -> float | None:
+    """A finished run's metric: its score, one its summary reports, or (a run from before
+    summaries kept them) its accuracy or macro-F1 column."""
+    value = task_fields(job)["score"] if name == "score" else (job.summary or {}).get(name)
+    if value is None and name in ("accuracy", "macro_f1"):
+        value = getattr(job, name)
+    return None if value is None else float(value)
 
 
 def compare_row(job: Job) -> CompareRow:

@@ -225,7 +225,8 @@ class CompareResult(TypedDict):
     significance: dict[str, Any] | None
     significance_note: str | None
     # Compared runs that differ only in seed, one entry per group (``jobs.views.pooled_seeds``):
-    # jobs, name, n, seeds, accuracy and macro_f1 (means) with accuracy_sd and macro_f1_sd.
+    # jobs, name, n, seeds, task, primary_metric, headline; the means of score and of each
+    # headline metric (accuracy, macro_f1; spearman, ...) with their sd as <metric>_sd.
     pooled_seeds: list[dict[str, Any]]
 
 

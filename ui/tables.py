@@ -140,17 +140,28 @@ def compare_table(compare: dict[str, Any]) -> pd.DataFrame:
 
 
 def pooled_table(compare: dict[str, Any]) -> pd.DataFrame:
-    """Compared runs that differ only in seed, one row per group: mean ± sd (n)."""
+    """Compared runs that differ only in seed, one row per group: mean ± sd (n) of each metric
+    its task reports (accuracy and macro-F1; Spearman, Pearson, ...; entity F1, ...); a metric
+    another group's task lacks is "–"."""
+    pooled = compare.get("pooled_seeds") or []
+    metrics = list(dict.fromkeys(m for p in pooled for m in p.get("headline") or ("accuracy", "macro_f1")))
     rows = [
         [
             f"{p['name']} ({', '.join(f'#{i}' for i in p['jobs'])})",
             ", ".join(str(s) for s in p["seeds"]),
-            mean_sd(p.get("accuracy"), p.get("accuracy_sd"), p["n"]),
-            mean_sd(p.get("macro_f1"), p.get("macro_f1_sd"), p["n"]),
+            *(mean_sd(p.get(m), p.get(f"{m}_sd"), p["n"]) for m in metrics),
         ]
-        for p in compare.get("pooled_seeds") or []
+        for p in pooled
     ]
-    return pd.DataFrame(rows, columns=["Runs", "Seeds", "Accuracy", "Macro-F1"])
+    return pd.DataFrame(rows, columns=["Runs", "Seeds", *map(metric_title, metrics)])
+
+
+# how people write these metrics' names; any other: its key with the first letter up
+METRIC_TITLES = {"macro_f1": "Macro-F1", "rmse": "RMSE", "mae": "MAE", "entity_f1": "Entity F1"}
+
+
+def metric_title(name: str) -> str:
+    return METRIC_TITLES.get(name) or name.replace("_", " ").capitalize()
 
 
 def mean_sd(mean: float | None, sd: float | None, n: int) -> str:

@@ -193,7 +193,16 @@ def test_more_seeds_queue_the_same_settings_with_unused_seeds_and_compare_pools_
         other.config = {**jobs[0].config, "max_length": 99}  # another setting: not pooled with them
         other.status, other.accuracy = "succeeded", 0.5
         (pooled,) = views.pooled_seeds([*jobs, other])
+        # issue 46: every task pools, on its score and its own metrics (a score run has no accuracy)
+        for job, rho in zip(jobs, (0.5, 0.7, 0.6, 0.8), strict=True):
+            job.task, job.score, job.accuracy, job.macro_f1 = "regression", rho, None, None
+            job.summary = {"primary_metric": "spearman", "spearman": rho, "pearson": rho - 0.1, "rmse": 1.0}
+        (scores,) = views.pooled_seeds(jobs)
     assert pooled["n"] == 4 and sorted(pooled["seeds"]) == [0, 1, 2, 3]
-    assert pooled["accuracy"] == pytest.approx(0.75)
+    assert pooled["accuracy"] == pytest.approx(0.75) and pooled["score"] == pytest.approx(0.75)
     assert pooled["accuracy_sd"] == pytest.approx(0.1291, abs=1e-4)  # sd of 0.8, 0.9, 0.7, 0.6
     assert pooled["macro_f1"] == pytest.approx(0.65)
+    assert (scores["task"], scores["primary_metric"], scores["n"]) == ("regression", "spearman", 4)
+    assert scores["score"] == pytest.approx(0.65) and scores["spearman"] == pytest.approx(0.65)
+    assert scores["pearson"] == pytest.approx(0.55) and scores["rmse"] == 1.0 and scores["rmse_sd"] == 0.0
+    assert scores["mae"] is None and "accuracy" not in scores

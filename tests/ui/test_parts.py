@@ -747,6 +747,13 @@ def test_runs_that_differ_only_in_seed_show_as_one_pooled_row() -> None:
     expected = ["lora r=8 · tiny (#3, #5, #6)", "0, 1, 2", "0.798 ± 0.013 (n=3)", "0.790 (n=3)"]
     assert frame.iloc[0].tolist() == expected
     assert tables.pooled_table(COMPARE).empty  # nothing to pool: no table
+    # a score task's group beside it: its own metrics as columns, "–" where a task lacks one
+    scores = {"jobs": [7, 8], "name": "lora", "n": 2, "seeds": [0, 1], "headline": ["spearman", "rmse"],
+              "spearman": 0.88, "spearman_sd": 0.01, "rmse": 0.6, "rmse_sd": 0.02}  # fmt: skip
+    labels = {**pooled[0], "headline": ["accuracy", "macro_f1"]}
+    both = tables.pooled_table({**COMPARE, "pooled_seeds": [labels, scores]})
+    assert list(both.columns) == ["Runs", "Seeds", "Accuracy", "Macro-F1", "Spearman", "RMSE"]
+    assert both.iloc[1].tolist()[2:] == ["–", "–", "0.880 ± 0.010 (n=2)", "0.600 ± 0.020 (n=2)"]
 
 
 def test_a_curve_that_moves_every_tick_is_held_back_but_never_lost() -> None:
