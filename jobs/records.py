@@ -161,12 +161,17 @@ class ConfigDifference(TypedDict):
 
 
 class MajorityRow(TypedDict):
-    """The majority-class reference of one evaluation set (``jobs.views.majority_rows``)."""
+    """The trivial baseline of one evaluation set (``jobs.views.majority_rows``): the majority
+    class for labels, the training mean for scores, every word 'O' for tags."""
 
     jobs: list[int]  # the compared runs evaluated on this set
-    label_id: int
-    accuracy: float
-    macro_f1: float
+    task: str
+    primary_metric: str  # what ``score`` holds
+    label: str  # what the baseline does, the task's words ("always the majority class")
+    score: float | None  # its primary metric
+    label_id: int | None  # the majority class (labels only)
+    accuracy: float | None  # labels only
+    macro_f1: float | None  # labels only
 
 
 class Confusion(TypedDict):

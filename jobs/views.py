@@ -284,22 +284,31 @@ def learning_rate(job: Job) -> LearningRate:
 
 
 def majority_rows(jobs: list[Job]) -> list[MajorityRow]:
-    """The majority-class reference for each evaluation set among ``jobs`` (one row per set).
+    """The trivial baseline of each task and evaluation set among ``jobs`` (one row per set):
+    the majority class, the training mean, every word 'O', as each run's task stored it.
 
     Always shown beside compared runs: a run is only worth something above this line.
     """
     rows: dict[tuple[Any, ...], MajorityRow] = {}
     for job in jobs:
-        baseline = (job.summary or {}).get("majority_baseline")
+        fields = task_fields(job)
+        task = tasks.get(fields["task"])
+        baseline = (job.summary or {}).get(task.baseline_key)
         if not baseline:
             continue
-        key = (job.dataset_id, job.eval_dataset_id, baseline["accuracy"], baseline["macro_f1"])
+        # a run from before tasks stored no "score" in its baseline: its accuracy was it
+        score = baseline.get("score", baseline.get("accuracy"))
+        key = (task.key, job.dataset_id, job.eval_dataset_id, score, baseline.get("macro_f1"))
         row: MajorityRow = {
             "jobs": [],
-            "label_id": baseline["label_id"],
-            "accuracy": baseline["accuracy"],
-            "macro_f1": baseline["macro_f1"],
-        }  # fmt: skip (a run stores "score" too)
+            "task": task.key,
+            "primary_metric": fields["primary_metric"],
+            "label": task.baseline_label,
+            "score": score,
+            "label_id": baseline.get("label_id"),
+            "accuracy": baseline.get("accuracy"),
+            "macro_f1": baseline.get("macro_f1"),
+        }
         rows.setdefault(key, row)["jobs"].append(job.id)
     return list(rows.values())
 

@@ -77,13 +77,14 @@ def _score(row: Mapping[str, Any]) -> str:
 
 
 def runs_table(compare: Mapping[str, Any], jobs: Mapping[int, Any], best_id: int | None = None) -> str:
-    """The runs side by side, then the majority-class reference of each evaluation set."""
+    """The runs side by side, then the trivial baseline of each task and evaluation set."""
     rows = [_run_row(r, jobs.get(r["id"], {}), best_id) for r in compare["table"]]
     baselines = compare.get("baselines") or []
     for b in baselines:
         which = "" if len(baselines) == 1 else " for " + ", ".join(f"#{i}" for i in b["jobs"])
-        cells = [f"Majority class (reference){which}", DASH, DASH, "always the most frequent label"]
-        cells += [number(b["accuracy"]), number(b["macro_f1"])]
+        name = "Majority class" if b.get("label_id") is not None else "Baseline"
+        cells = [f"{name} (reference){which}", DASH, DASH, b.get("label") or "always the most frequent label"]
+        cells += [_score({**b, "score": b.get("score", b.get("accuracy"))}), number(b.get("macro_f1"))]
         rows.append(([*cells, *[DASH] * 6, "a run must beat this"], "reference"))
     return table(RUN_HEADERS, rows, caption="Runs side by side", numeric=NUMERIC)
 
@@ -92,11 +93,15 @@ def accuracy_chart(compare: Mapping[str, Any]) -> str:
     """Each run's score (its task's primary metric: accuracy for classification) as a bar; the
     majority class as a dashed line when there is one set."""
     baselines = compare.get("baselines") or []
-    reference = baselines[0]["accuracy"] if len(baselines) == 1 else None
+    reference = baselines[0].get("score", baselines[0].get("accuracy")) if len(baselines) == 1 else None
     bars = [(run_label(r), r.get("score") if r.get("score") is not None else r.get("accuracy"))
             for r in compare["table"]]  # fmt: skip
     metrics = sorted({r.get("primary_metric") or "accuracy" for r in compare["table"]})
-    return bars_svg(bars, reference=reference, title=f"{' / '.join(metrics)} on the evaluation set")
+    label = baselines[0].get("label") if reference is not None else None
+    return bars_svg(
+        bars, reference=reference, reference_label=f"baseline: {label}" if label else "majority class",
+        title=f"{' / '.join(metrics)} on the evaluation set",
+    )  # fmt: skip
 
 
 def _curves(compare: Mapping[str, Any], name: str) -> list[tuple[str, list[list[float]]]]:

@@ -194,9 +194,15 @@ def truth_scatter_svg(true: Sequence[float], predicted: Sequence[float]) -> str:
     return "".join(parts) + caption
 
 
-def bars_svg(bars: list[tuple[str, float | None]], *, reference: float | None = None, title: str) -> str:
+def bars_svg(
+    bars: list[tuple[str, float | None]],
+    *,
+    reference: float | None = None,
+    reference_label: str = "majority class",
+    title: str,
+) -> str:
     """Horizontal bars of scores in [0, 1], one per (label, value), with an optional dashed
-    reference line (e.g. the majority-class accuracy a run has to beat)."""
+    reference line (e.g. the majority-class accuracy a run has to beat), named ``reference_label``."""
     row, left, right, top = 26, 260, 70, 28
     height = top + row * len(bars) + 30
     span = WIDTH - left - right
@@ -222,7 +228,7 @@ def bars_svg(bars: list[tuple[str, float | None]], *, reference: float | None = 
         x = left + max(0.0, min(1.0, reference)) * span
         parts.append(
             f'<line x1="{x:.1f}" y1="{top - 4}" x2="{x:.1f}" y2="{bottom}" stroke="#111827" '
-            f'stroke-dasharray="5 3"><title>majority class {reference:.3f}</title></line>'
+            f'stroke-dasharray="5 3"><title>{html.escape(reference_label)} {reference:.3f}</title></line>'
         )
     return "".join(parts) + "</svg>"
 

@@ -98,13 +98,16 @@ def learning_rate(row: dict[str, Any]) -> str:
 
 
 def baseline_rows(compare: dict[str, Any]) -> list[list[str]]:
-    """The majority-class reference rows (one per evaluation set of the compared runs)."""
+    """The trivial baseline's rows (one per task and evaluation set of the compared runs): the
+    majority class, the training mean, every word 'O'."""
     baselines = compare.get("baselines") or []
     rows = []
     for b in baselines:
         runs = "" if len(baselines) == 1 else " for " + ", ".join(f"#{i}" for i in b["jobs"])
-        cells = [f"Majority class (reference){runs}", "–", "always the most frequent label"]
-        cells += [number(b["accuracy"]), "–", number(b["macro_f1"])]
+        name = "Majority class" if b.get("label_id") is not None else "Baseline"
+        cells = [f"{name} (reference){runs}", "–", b.get("label") or "always the most frequent label"]
+        score = b.get("score", b.get("accuracy"))
+        cells += [scored_interval({**b, "score": score}, None), "–", number(b.get("macro_f1"))]
         rows.append(cells + ["–"] * (len(COMPARE_COLUMNS) - len(cells) - 1) + ["a run must beat this"])
     return rows
 

@@ -16,6 +16,7 @@ from service.svg_charts import compare_scatter_svg
 from tests.conftest import sentiment_rows, write_csv
 from tests.jobs.conftest import quick_job, wait_for, wait_status
 from tests.unit.test_regression import score_rows, write
+from ui.tables import compare_table
 from ui.tabs.errors import evaluation_note
 from ui.tabs.runs import summary
 
@@ -79,8 +80,16 @@ def test_regression_jobs_report_their_task_and_pair_by_spearman(
     # Error analysis's note on it: the task's metrics (it formatted an accuracy a score run lacks)
     note = evaluation_note(jobs[0], evaluated, bench.get_job(jobs[0])["headline"])
     assert f"spearman {evaluated['spearman']:.4f}" in note and "accuracy" not in note
-    chart = compare_scatter_svg(bench.compare(jobs[:2]))  # Compare's chart: the score by size
+    compared = bench.compare(jobs[:2])
+    chart = compare_scatter_svg(compared)  # Compare's chart: the score by size
     assert chart.count('class="wb-point') == 2 and "score against" in chart
+    # issue 46: the reference row is the task's own baseline (it was only ever a majority class)
+    (baseline,) = compared["baselines"]
+    assert (baseline["task"], baseline["score"]) == ("regression", 0.0)
+    assert baseline["label"] == "always the training mean"
+    assert baseline["jobs"] == jobs[:2] and baseline["accuracy"] is None
+    reference = compare_table(compared).iloc[-1]
+    assert reference["Run"] == "Baseline (reference)" and reference["Accuracy [95% CI]"] == "0.000 spearman"
     row = next(r for r in shown["table"] if r["id"] == jobs[0])
     assert (row["task"], row["score"]) == ("regression", pytest.approx(lora["score"]))
 
