@@ -19,6 +19,7 @@ from sqlalchemy import (
     JSON,
     Column,
     DateTime,
+    Float,
     ForeignKey,
     Integer,
     MetaData,
@@ -106,8 +107,52 @@ def add_job_task_score(conn: Connection) -> None:
     conn.execute(text("UPDATE jobs SET score = accuracy"))
 
 
+# Frozen for version 6: the metrics the tasks of that version reported, and each task's baseline
+# (the summary key that holds it, and its words), so that later tasks cannot change this step.
+V6_METRICS = (
+    "accuracy", "macro_f1", "spearman", "pearson", "rmse", "mae",
+    "entity_f1", "entity_precision", "entity_recall", "entity_macro_f1", "token_accuracy",
+)  # fmt: skip
+V6_BASELINES = {
+    None: ("majority_baseline", "always the majority class"),
+    "classification": ("majority_baseline", "always the majority class"),
+    "regression": ("baseline", "always the training mean"),
+    "token-classification": ("baseline", "every word 'O' (or the most frequent tag)"),
+}
+
+
+def add_job_results(conn: Connection) -> None:
+    """Version 6: a finished run's results as every task has them (issue 46): its primary metric,
+    the score's interval, the task's metrics as one object, its baseline's name and score. Filled
+    for earlier runs from the summary each stored (JSON read here, as both engines hold it)."""
+    for ddl in (
+        "primary_metric VARCHAR(64)", "score_ci JSON", "metrics JSON",
+        "baseline_name VARCHAR(200)", "baseline_score FLOAT",
+    ):  # fmt: skip
+        conn.execute(text(f"ALTER TABLE jobs ADD COLUMN {ddl}"))
+    jobs = Table(
+        "jobs", MetaData(), Column("id", Integer), Column("task", String(32)), Column("summary", JSON),
+        Column("primary_metric", String(64)), Column("score_ci", JSON), Column("metrics", JSON),
+        Column("baseline_name", String(200)), Column("baseline_score", Float),
+    )  # fmt: skip
+    for job_id, task, summary in conn.execute(select(jobs.c.id, jobs.c.task, jobs.c.summary)).all():
+        if not isinstance(summary, dict):
+            continue
+        key, name = V6_BASELINES.get(task, (None, None))
+        baseline = summary.get(key) if key else None
+        score = baseline.get("score", baseline.get("accuracy")) if isinstance(baseline, dict) else None
+        values = {
+            "primary_metric": summary.get("primary_metric", "accuracy" if "accuracy" in summary else None),
+            "score_ci": summary.get("score_ci"),
+            "metrics": {k: summary[k] for k in V6_METRICS if summary.get(k) is not None} or None,
+            "baseline_name": name if score is not None else None,
+            "baseline_score": score,
+        }
+        conn.execute(jobs.update().where(jobs.c.id == job_id).values(**values))
+
+
 # MIGRATIONS[i] upgrades version i + 1 to version i + 2. Version 1 is the first schema.
-MIGRATIONS: list[Migration] = [add_job_gpu, add_metric_layer, add_sweeps, add_job_task_score]
+MIGRATIONS: list[Migration] = [add_job_gpu, add_metric_layer, add_sweeps, add_job_task_score, add_job_results]
 
 
 def current_version(steps: Sequence[Migration] = MIGRATIONS) -> int:

@@ -15,6 +15,7 @@ from typing import Any
 from sqlalchemy.exc import SQLAlchemyError
 
 from backend.errors import WorkbenchError
+from backend.tasks import registry as tasks
 from jobs import queue
 from jobs.db import Database, retry
 from jobs.reporting import JobLog
@@ -64,9 +65,17 @@ def final_fields(summary: dict[str, Any], out_dir: Path) -> dict[str, Any]:
             "confusion_matrix": best.get("confusion_matrix"),
             "best_epoch": best.get("epoch"),
         }
+    task = tasks.get(summary.get("task"))
+    baseline = summary.get(task.baseline_key) or {}
     return {
         **values,
         "task": summary.get("task"),
+        # the results every task has (issue 46), in columns of their own
+        "primary_metric": summary.get("primary_metric") or task.primary_metric,
+        "score_ci": summary.get("score_ci"),
+        "metrics": {k: summary[k] for k in task.headline if summary.get(k) is not None} or None,
+        "baseline_name": task.baseline_label if baseline.get("score") is not None else None,
+        "baseline_score": baseline.get("score"),
         "summary": summary,
         "evaluation": evaluation,
         "progress": 1.0,

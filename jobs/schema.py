@@ -168,7 +168,14 @@ class Job(Base):
     log_path: Mapped[str | None] = mapped_column(Text)
     task: Mapped[str | None] = mapped_column(String(32))  # backend.tasks key; None: the default task
     score: Mapped[float | None]  # the task's primary metric (its summary's "primary_metric")
-    accuracy: Mapped[float | None]
+    # a finished run's results as every task has them (issue 46): what ``score`` holds, its 95%
+    # interval, the task's headline metrics as one object, and its trivial baseline
+    primary_metric: Mapped[str | None] = mapped_column(String(64))
+    score_ci: Mapped[list[Any] | None] = mapped_column(JSON)
+    metrics: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    baseline_name: Mapped[str | None] = mapped_column(String(200))
+    baseline_score: Mapped[float | None]
+    accuracy: Mapped[float | None]  # a label task's (kept: older clients and runs read them)
     macro_f1: Mapped[float | None]
     eval_loss: Mapped[float | None]
     trainable_params: Mapped[int | None]

@@ -76,7 +76,7 @@ def task_fields(job: Job) -> dict[str, Any]:
     score = job.score if job.score is not None else job.accuracy
     headline = list(task.headline)
     # the run's own (tags without entities are scored by word accuracy); the task's before it ends
-    primary = (job.summary or {}).get("primary_metric") or task.primary_metric
+    primary = job.primary_metric or (job.summary or {}).get("primary_metric") or task.primary_metric
     return {"task": task.key, "primary_metric": primary, "headline": headline, "score": score}
 
 
@@ -272,7 +272,7 @@ def compare_row(job: Job) -> CompareRow:
         **learning_rate(job),
         "learning_flag": (job.summary or {}).get("learning_flag"),
         "lr_choice_warning": (job.summary or {}).get("lr_choice_warning"),
-        "score_ci": (job.summary or {}).get("score_ci"),
+        "score_ci": job.score_ci or (job.summary or {}).get("score_ci"),
         "macro_f1_ci": (job.summary or {}).get("macro_f1_ci"),
     }
 

@@ -10,12 +10,13 @@ database of its own.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from sqlalchemy import inspect, text
+from sqlalchemy import JSON, Column, Float, Integer, MetaData, String, Table, inspect, text
 from sqlalchemy.engine import Connection
 
 from backend.errors import ConfigError
@@ -356,3 +357,47 @@ def test_version_5_gives_every_earlier_run_its_task_and_score(v2_url: str, tmp_p
     assert bench.get_job(1, log_tail=0)["score"] is None
     (row,) = [r for r in bench.compare([1, 2])["table"] if r["id"] == 2]
     assert (row["task"], row["score"]) == ("classification", 0.9)
+
+
+def test_version_6_stores_every_earlier_runs_results_as_every_task_has_them(
+    v2_url: str, tmp_path: Path
+) -> None:
+    """A database as version 5 left it, with a label run (its summary from before tasks) and a
+    score run: version 6 fills their primary metric, interval, metrics and baseline from the
+    summaries they stored, and the views read them."""
+    engine = make_engine(v2_url)
+    assert migrations.upgrade(engine, migrations.MIGRATIONS[:4]) == 5
+    score_summary = {
+        "task": "regression", "primary_metric": "spearman", "score": 0.81, "score_ci": [0.7, 0.88],
+        "spearman": 0.81, "pearson": 0.79, "rmse": 0.9, "mae": 0.7,
+        "baseline": {"mean": 2.5, "rmse": 1.4, "score": 0.0},
+    }  # fmt: skip
+    label_summary = {"accuracy": 0.9, "macro_f1": 0.85, "majority_baseline": {"label_id": 1, "accuracy": 0.6}}
+    with engine.begin() as conn:
+        jobs = Table(
+            "jobs", MetaData(), Column("id", Integer), Column("task", String), Column("score", Float),
+            Column("summary", JSON),
+        )  # fmt: skip
+        conn.execute(jobs.update().where(jobs.c.id == 2).values(summary=label_summary))
+        conn.execute(
+            jobs.update().where(jobs.c.id == 1).values(task="regression", score=0.81, summary=score_summary)
+        )
+    engine.dispose()
+    bench = Workbench(Settings(data_dir=tmp_path, models_cache=tmp_path / "m", db_url=v2_url))  # migrates
+    with bench.db.engine.connect() as conn:
+        selected = "id, primary_metric, score_ci, metrics, baseline_name, baseline_score"
+        query = f"SELECT {selected} FROM jobs ORDER BY id"
+        rows = [tuple(r) for r in conn.execute(text(query)).all()]
+    score_ci = [json.loads(v) if isinstance(v, str) else v for v in (rows[0][2], rows[1][2])]
+    metrics = [json.loads(v) if isinstance(v, str) else v for v in (rows[0][3], rows[1][3])]
+    assert rows[0][:2] == (1, "spearman") and score_ci[0] == [0.7, 0.88]
+    assert metrics[0] == {"spearman": 0.81, "pearson": 0.79, "rmse": 0.9, "mae": 0.7}
+    assert rows[0][4:] == ("always the training mean", 0.0)
+    assert (
+        rows[1][:2] == (2, "accuracy")
+        and score_ci[1] is None
+        and metrics[1] == {"accuracy": 0.9, "macro_f1": 0.85}
+    )
+    assert rows[1][4:] == ("always the majority class", 0.6)  # its baseline kept no "score": its accuracy
+    row = next(r for r in bench.compare([1, 2])["table"] if r["id"] == 1)
+    assert (row["primary_metric"], row["score_ci"]) == ("spearman", [0.7, 0.88])

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from backend.errors import ConfigError
+from jobs.schema import Job
 from jobs.supervisor import Supervisor
 from service.api import Workbench
 from service.svg_charts import compare_scatter_svg
@@ -88,6 +89,11 @@ def test_regression_jobs_report_their_task_and_pair_by_spearman(
     assert (baseline["task"], baseline["score"]) == ("regression", 0.0)
     assert baseline["label"] == "always the training mean"
     assert baseline["jobs"] == jobs[:2] and baseline["accuracy"] is None
+    with bench.db.read() as session:  # a finished run's results in the columns every task has
+        stored = session.get(Job, jobs[0])
+        assert (stored.primary_metric, stored.baseline_name) == ("spearman", "always the training mean")
+        assert set(stored.metrics) == {"spearman", "pearson", "rmse", "mae"} and len(stored.score_ci) == 2
+        assert stored.baseline_score == 0.0 and stored.metrics["spearman"] == pytest.approx(lora["score"])
     reference = compare_table(compared).iloc[-1]
     assert reference["Run"] == "Baseline (reference)" and reference["Accuracy [95% CI]"] == "0.000 spearman"
     row = next(r for r in shown["table"] if r["id"] == jobs[0])
