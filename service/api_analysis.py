@@ -16,7 +16,6 @@ from backend.errors import ConfigError
 from jobs import datasets
 from service.api_state import WorkbenchState
 
-SORTS = ("confidence_desc", "confidence_asc", "row")
 MAX_ROWS = 1000  # per answer: a page shows a few hundred; the CSV has them all
 
 
@@ -117,30 +116,17 @@ class AnalysisApi(WorkbenchState):
         sort: str,
         dataset_id: int | None = None,
     ) -> Any:
-        if sort not in SORTS:
-            raise ConfigError(f"sort must be one of {', '.join(SORTS)}, not {sort!r}")
+        task = self._task(job_id)
+        if sort not in task.sorts:
+            raise ConfigError(f"sort must be one of {', '.join(task.sorts)}, not {sort!r}")
         frame = self._predictions(job_id, dataset_id)
-        if "errors" in frame:  # tags per word: the sentences with the most entity (word) errors first
-            frame = frame[frame["errors"] > 0] if wrong_only else frame
-            if sort != "row":
-                frame = frame.sort_values("errors", ascending=sort == "confidence_asc", kind="stable")
-            return frame
-        if "error" in frame:  # a prediction that is a number (regression): residuals
-            if wrong_only:  # off by more than the run's RMSE
-                frame = frame[frame["error"].abs() > np.sqrt(np.mean(frame["error"] ** 2))]
-            if sort != "row":  # the largest errors first (confidence_asc: the smallest)
-                frame = frame.iloc[np.argsort(-frame["error"].abs().to_numpy(), kind="stable")]
-                frame = frame.iloc[::-1] if sort == "confidence_asc" else frame
-            return frame
-        if wrong_only:
-            frame = frame[~frame["correct"]]
-        if true_label:
-            frame = frame[frame["true"] == true_label]
-        if predicted_label:
-            frame = frame[frame["predicted"] == predicted_label]
-        if sort != "row":
-            frame = frame.sort_values("confidence", ascending=sort == "confidence_asc", kind="stable")
-        return frame
+        return task.error_rows(frame, wrong_only, true_label, predicted_label, sort)  # the task's own view
+
+    def _task(self, job_id: int) -> Any:
+        """The task of a finished run (``backend.tasks``): what its rows are and how to show them."""
+        from backend.tasks import registry as tasks
+
+        return tasks.get(self._finished_job(job_id).task)
 
     def predictions(
         self,
@@ -165,8 +151,8 @@ class AnalysisApi(WorkbenchState):
                 row["true_entities"] = json.loads(record["true_entities"])
                 row["predicted_entities"] = json.loads(record["predicted_entities"])
                 row["plain"] = bool(record.get("plain"))
-        # score: residuals, no confidence; tags: a tag per word, sentences by their errors
-        kind = "tags" if "errors" in frame else "score" if "error" in frame else "label"
+        # label: with a confidence; score: residuals; tags: a tag per word, sentences by errors
+        kind = self._task(job_id).view_kind
         return {"job_id": job_id, "kind": kind, "total": total, "matching": len(frame), "rows": rows}
 
     def predictions_csv(self, job_id: int, **filters: Any) -> Path:
@@ -207,12 +193,12 @@ class AnalysisApi(WorkbenchState):
         """Expected calibration error and the reliability diagram's bins."""
         from backend.artifacts.predictions import calibration
 
-        frame = self._predictions(job_id, dataset_id)
-        if "confidence" not in frame:
-            what = "a tag per word" if "errors" in frame else "a number"
+        task = self._task(job_id)
+        if task.view_kind != "label":
             raise ConfigError(
-                f"job {job_id} predicts {what}, not a class per text: no confidence to calibrate"
+                f"job {job_id} predicts {task.predicts}, not a class per text: no confidence to calibrate"
             )
+        frame = self._predictions(job_id, dataset_id)
         return {"job_id": job_id, **calibration(frame["confidence"].to_numpy(), frame["correct"].to_numpy())}
 
 

@@ -89,6 +89,28 @@ class Task(ABC):
         same = shaped and bool((np.nan_to_num(got).argmax(-1) == np.nan_to_num(want).argmax(-1)).all())
         return {"labels_identical": same, "max_abs_diff": diff, "ok": same and diff <= tolerance}
 
+    # how error analysis, Try it and Compare show a row: "label" (a label with its confidence),
+    # "score" (a number and its error), "tags" (tagged words); ``ui`` has a renderer per kind
+    view_kind: ClassVar[str] = "label"
+    predicts: ClassVar[str] = "a class per text"  # a row's prediction, in words for messages
+    sorts: ClassVar[tuple[str, ...]] = ("confidence_desc", "confidence_asc", "row")
+
+    def error_rows(
+        self, frame: Any, wrong_only: bool, true_label: str | None, predicted_label: str | None, sort: str
+    ) -> Any:
+        """Error analysis's rows of an evaluation-predictions frame (``frame_columns``): only the
+        wrong ones, of one true or predicted label, the least confident first or last, or in
+        row order (``sort``, one of ``sorts``)."""
+        if wrong_only:
+            frame = frame[~frame["correct"]]
+        if true_label:
+            frame = frame[frame["true"] == true_label]
+        if predicted_label:
+            frame = frame[frame["predicted"] == predicted_label]
+        if sort != "row":
+            frame = frame.sort_values("confidence", ascending=sort == "confidence_asc", kind="stable")
+        return frame
+
     def blank_targets(self, texts: list[str]) -> list[Any]:
         """Stand-in targets for texts to predict (encoding takes targets; the outputs ignore them)."""
         return [0] * len(texts)

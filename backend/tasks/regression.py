@@ -129,6 +129,21 @@ class Regression(Task):
 
         return {**inputs, "labels": torch.tensor(targets, dtype=torch.float)}  # the head's MSE
 
+    view_kind = "score"
+    predicts = "a number"
+
+    def error_rows(
+        self, frame: Any, wrong_only: bool, true_label: str | None, predicted_label: str | None, sort: str
+    ) -> Any:
+        """Residuals: "wrong" is off by more than the run's RMSE; the largest errors first
+        (``confidence_asc``: the smallest)."""
+        if wrong_only:
+            frame = frame[frame["error"].abs() > np.sqrt(np.mean(frame["error"] ** 2))]
+        if sort != "row":
+            frame = frame.iloc[np.argsort(-frame["error"].abs().to_numpy(), kind="stable")]
+            frame = frame.iloc[::-1] if sort == "confidence_asc" else frame
+        return frame
+
     def outputs(self, logits: torch.Tensor) -> torch.Tensor:
         return logits.float()
 

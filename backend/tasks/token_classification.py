@@ -146,6 +146,17 @@ class TokenClassification(Task):
         return [[0] * len(t.split(" ")) for t in texts]
 
     row_keys = ("labels",)  # a tag per token, from ``encode``
+    view_kind = "tags"
+    predicts = "a tag per word"
+
+    def error_rows(
+        self, frame: Any, wrong_only: bool, true_label: str | None, predicted_label: str | None, sort: str
+    ) -> Any:
+        """Sentences: those with an entity (word) error, the most errors first."""
+        frame = frame[frame["errors"] > 0] if wrong_only else frame
+        if sort != "row":
+            frame = frame.sort_values("errors", ascending=sort == "confidence_asc", kind="stable")
+        return frame
 
     def collate(
         self, inputs: dict[str, torch.Tensor], rows: list[dict[str, Any]], targets: list[Any], left: bool

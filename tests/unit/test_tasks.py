@@ -52,3 +52,27 @@ def test_outputs_agree_only_with_the_same_predictions_and_the_same_shape() -> No
     moved = task.same_outputs(np.array([[[0.9, 0.1], [0.5, 0.5]]]), words, 1.0)
     assert moved["max_abs_diff"] == float("inf") and not moved["ok"]
     assert not task.same_outputs(want[:1], want, 1.0)["ok"]
+
+
+def test_each_task_filters_and_sorts_its_own_error_rows() -> None:
+    """Error analysis's rows come from the task (issue 46): labels by confidence, numbers by the
+    size of their error ("wrong": off by more than the RMSE), sentences by their errors."""
+    import pandas as pd
+
+    labels = pd.DataFrame({"true": ["a", "b", "a"], "predicted": ["a", "a", "b"],
+                           "correct": [True, False, False], "confidence": [0.9, 0.6, 0.7]})  # fmt: skip
+    label_task = registry.get("classification")
+    assert label_task.view_kind == "label"
+    wrong = label_task.error_rows(labels, True, None, None, "confidence_asc")
+    assert wrong["confidence"].tolist() == [0.6, 0.7]
+    assert label_task.error_rows(labels, False, "a", "b", "row")["confidence"].tolist() == [0.7]
+    scores = pd.DataFrame({"error": [0.1, -2.0, 0.5, 1.0]})  # RMSE 1.13: only -2.0 is off by more
+    score_task = registry.get("regression")
+    assert score_task.view_kind == "score" and score_task.predicts == "a number"
+    largest = score_task.error_rows(scores, False, None, None, "confidence_desc")
+    assert largest["error"].tolist() == [-2.0, 1.0, 0.5, 0.1]
+    assert score_task.error_rows(scores, True, None, None, "row")["error"].tolist() == [-2.0]
+    sentences = pd.DataFrame({"errors": [0, 3, 1]})
+    tag_task = registry.get("token-classification")
+    assert tag_task.view_kind == "tags"
+    assert tag_task.error_rows(sentences, True, None, None, "confidence_desc")["errors"].tolist() == [3, 1]
