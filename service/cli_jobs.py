@@ -135,6 +135,9 @@ def _percent(job: dict[str, Any]) -> str:
     return f"{100 * (job['progress'] or 0):.0f}%"
 
 
+METRIC_NAMES = {"macro_f1": "macro-F1"}  # as people write them; any other: its key
+
+
 def _metric(value: float | None) -> str:
     return "-" if value is None else f"{value:.4f}"
 
@@ -144,10 +147,11 @@ def cmd_jobs(args: argparse.Namespace, settings: Settings) -> int:
     if args.json:
         _print_json(jobs)
         return 0
-    print(f"{'ID':>4}  {'STATUS':<9}  {'DONE':>4}  {'ACC':>6}  {'CREATED':<19}  NAME")
+    # SCORE: each run's task's primary metric (accuracy for labels, Spearman for scores, ...)
+    print(f"{'ID':>4}  {'STATUS':<9}  {'DONE':>4}  {'SCORE':>6}  {'CREATED':<19}  NAME")
     for j in jobs:
         print(
-            f"{j['id']:>4}  {j['status']:<9}  {_percent(j):>4}  {_metric(j['accuracy']):>6}  "
+            f"{j['id']:>4}  {j['status']:<9}  {_percent(j):>4}  {_metric(j['score']):>6}  "
             f"{(j['created'] or '')[:19]:<19}  {j['name']}"
         )
     if not jobs:
@@ -155,7 +159,7 @@ def cmd_jobs(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-def _show_lines(job: dict[str, Any]) -> list[str]:
+def show_lines(job: dict[str, Any]) -> list[str]:
     state = job["status"]
     if state == "running":
         state += (
@@ -177,8 +181,10 @@ def _show_lines(job: dict[str, Any]) -> list[str]:
         lines.append(f"resumed from: job {job['resumed_from']}")
     if job.get("rerun_of"):
         lines.append(f"settings from: job {job['rerun_of']}")
-    if job["accuracy"] is not None:
-        lines.append(f"accuracy: {job['accuracy']:.4f}  macro-F1: {job['macro_f1']:.4f}")
+    metrics = job.get("metrics") or {}  # the task's headline metrics (accuracy, macro-F1; Spearman, ...)
+    shown = [(k, metrics[k]) for k in job.get("headline") or () if isinstance(metrics.get(k), (int, float))]
+    if shown:
+        lines.append("  ".join(f"{METRIC_NAMES.get(k, k)}: {v:.4f}" for k, v in shown))
     if job["error"]:
         lines.append(f"error: {job['error']}")
     lines.append(f"artifacts: {job['artifact_dir']}")
@@ -192,7 +198,7 @@ def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
     if args.json:
         _print_json(job)
     else:
-        print("\n".join(_show_lines(job)))
+        print("\n".join(show_lines(job)))
     return 0
 
 

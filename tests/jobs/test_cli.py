@@ -41,6 +41,8 @@ def test_submit_wait_then_inspect_export_delete(settings: Settings, data_dir: Pa
     assert [(j["id"], j["status"]) for j in listed] == [(1, "succeeded")]
     shown = app(settings, "show", "1")
     assert shown.returncode == 0 and "status: succeeded" in shown.stdout
+    assert f"accuracy: {summary['accuracy']:.4f}  macro-F1: {summary['macro_f1']:.4f}" in shown.stdout
+    assert f"{summary['accuracy']:.4f}" in app(settings, "jobs").stdout.splitlines()[1]  # the SCORE column
     assert json.loads(app(settings, "show", "1", "--json").stdout)["series"]["eval_accuracy"]
 
     out = tmp_path / "model.zip"

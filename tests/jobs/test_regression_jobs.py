@@ -13,6 +13,7 @@ from backend.errors import ConfigError
 from jobs.schema import Job
 from jobs.supervisor import Supervisor
 from service.api import Workbench
+from service.cli_jobs import show_lines
 from service.svg_charts import compare_scatter_svg
 from tests.conftest import sentiment_rows, write_csv
 from tests.jobs.conftest import quick_job, wait_for, wait_status
@@ -94,6 +95,9 @@ def test_regression_jobs_report_their_task_and_pair_by_spearman(
         assert (stored.primary_metric, stored.baseline_name) == ("spearman", "always the training mean")
         assert set(stored.metrics) == {"spearman", "pearson", "rmse", "mae"} and len(stored.score_ci) == 2
         assert stored.baseline_score == 0.0 and stored.metrics["spearman"] == pytest.approx(lora["score"])
+    lines = show_lines(bench.get_job(jobs[0]))  # `app.py show`: the task's own metrics
+    head = "\n".join(lines[: lines.index("log (last lines):")])
+    assert f"spearman: {lora['metrics']['spearman']:.4f}  pearson: " in head and "accuracy" not in head
     reference = compare_table(compared).iloc[-1]
     assert reference["Run"] == "Baseline (reference)" and reference["Accuracy [95% CI]"] == "0.000 spearman"
     row = next(r for r in shown["table"] if r["id"] == jobs[0])
