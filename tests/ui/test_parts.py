@@ -806,3 +806,21 @@ def test_a_regression_probe_sweep_draws_its_score_by_layer() -> None:
     frame, order, best = charts.layer_accuracy(layers)
     assert frame["accuracy"].tolist() == [0.2, 0.7, 0.5] and best is not None and best["layer"] == 1
     assert len(order) == 3
+
+
+def test_the_run_header_names_each_tasks_metrics_with_their_intervals() -> None:
+    from ui.tabs.runs import results_text
+
+    intervals = {"score_ci": [0.78, 0.84], "macro_f1_ci": [0.75, 0.82]}
+    labels = {"score": 0.8123, "primary_metric": "accuracy", "headline": ["accuracy", "macro_f1"],
+              "metrics": {"accuracy": 0.8123, "macro_f1": 0.79, **intervals}}  # fmt: skip
+    expected = "accuracy 0.812 [0.780, 0.840] · macro-F1 0.790 [0.750, 0.820] (95% intervals)"
+    assert results_text(labels) == expected
+    scores = {
+        "score": 0.88,
+        "primary_metric": "spearman",
+        "headline": ["spearman", "pearson", "rmse"],
+        "metrics": {"spearman": 0.88, "pearson": 0.871, "rmse": None, "score_ci": [0.86, 0.9]},
+    }
+    assert results_text(scores) == "spearman 0.880 [0.860, 0.900] · pearson 0.871 (95% interval)"
+    assert results_text({**scores, "metrics": {}}) == "spearman 0.880"  # a run from before intervals

@@ -59,17 +59,8 @@ def summary(job: dict[str, Any]) -> str:
         parts.append(f"step {job.get('step') or 0}/{job['total_steps']}")
     if job["status"] == "running" and job.get("eta_seconds") is not None:
         parts.append(f"ETA {tables.duration(job['eta_seconds'])}")
-    if job.get("accuracy") is not None:
-        metrics = job.get("metrics") or {}
-        accuracy = with_interval(job["accuracy"], metrics.get("score_ci"))
-        macro_f1 = with_interval(job.get("macro_f1"), metrics.get("macro_f1_ci"))
-        parts.append(f"accuracy {accuracy} · macro-F1 {macro_f1} (95% intervals)")
-    elif job.get("score") is not None:  # a task scored otherwise (regression: Spearman first)
-        metrics = job.get("metrics") or {}
-        named = [k for k in job.get("headline") or () if k != job["primary_metric"]]
-        others = " · ".join(f"{k} {tables.number(metrics[k])}" for k in named if metrics.get(k) is not None)
-        score = with_interval(job["score"], metrics.get("score_ci"))
-        parts.append(f"{job['primary_metric']} {score} (95% interval)" + (f" · {others}" if others else ""))
+    if job.get("score") is not None:
+        parts.append(results_text(job))
     if job.get("device"):
         parts.append(f"device {job['device']}")
     if job.get("resumed_from"):
@@ -78,6 +69,23 @@ def summary(job: dict[str, Any]) -> str:
         parts.append(f"settings from #{job['rerun_of']}")
     speed = tables.throughput_text(job.get("metrics") or {}, job.get("series") or {})
     return f"### #{job['id']} {job['name']}\n{' · '.join(parts)}" + (f"\n\n{speed}" if speed else "")
+
+
+def results_text(job: dict[str, Any]) -> str:
+    """A finished run's task's headline metrics, its primary one first, each with its 95%
+    interval where the run has one: "accuracy 0.812 [0.786, 0.838] · macro-F1 ...", "spearman
+    0.880 [0.86, 0.90] · pearson 0.871 · rmse 0.612 · mae 0.480"."""
+    metrics, primary = job.get("metrics") or {}, job["primary_metric"]
+    shown = [f"{METRIC_WORDS.get(primary, primary)} {with_interval(job['score'], metrics.get('score_ci'))}"]
+    for name in job.get("headline") or ():
+        if name != primary and metrics.get(name) is not None:
+            value = with_interval(metrics[name], metrics.get(f"{name}_ci"))
+            shown.append(f"{METRIC_WORDS.get(name, name)} {value}")
+    intervals = sum("[" in part for part in shown)
+    return " · ".join(shown) + {0: "", 1: " (95% interval)"}.get(intervals, " (95% intervals)")
+
+
+METRIC_WORDS = {"macro_f1": "macro-F1"}  # as people write them in a sentence; any other: its key
 
 
 def error_text(job: dict[str, Any]) -> str:
