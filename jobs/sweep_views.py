@@ -8,7 +8,7 @@ from typing import Any
 
 from backend.sweeps import pareto_flags
 from jobs.schema import FINISHED, PRUNED, SUCCEEDED, Job, Sweep
-from jobs.views import seed_key
+from jobs.views import seed_key, task_fields
 
 # The costs a trial's accuracy is weighed against; each gives a 2-D front, and "pareto" is
 # the front over all three at once (accuracy up, every cost down).
@@ -30,6 +30,7 @@ def trial_row(job: Job) -> dict[str, Any]:
         "params": job.trial_params or {},
         "status": job.status,
         "score": job.score if ok else None,  # the task's primary metric (objective "score")
+        "primary_metric": task_fields(job)["primary_metric"],  # what "score" holds
         "accuracy": job.accuracy if ok else None,
         "macro_f1": job.macro_f1 if ok else None,
         "trainable_params": job.trainable_params if ok else None,

@@ -101,9 +101,10 @@ def wait_for_sweep(bench: Any, settings: Settings, sweep_id: int) -> dict[str, A
             for t in detail["trials"]:
                 if t["status"] not in ("queued", "running") and t["job_id"] not in reported:
                     reported.add(t["job_id"])
-                    score = "-" if t["accuracy"] is None else f"{t['accuracy']:.4f}"
+                    score = "-" if t["score"] is None else f"{t['score']:.4f}"  # the task's primary metric
                     print(
-                        f"trial #{t['job_id']} {t['params']}: {t['status']} accuracy {score}", file=sys.stderr
+                        f"trial #{t['job_id']} {t['params']}: {t['status']} {t['primary_metric']} {score}",
+                        file=sys.stderr,
                     )
             if detail["status"] != "running":
                 return detail

@@ -21,6 +21,7 @@ from tests.unit.test_regression import score_rows, write
 from ui.tables import compare_table
 from ui.tabs.errors import evaluation_note
 from ui.tabs.runs import summary
+from ui.tabs.sweeps import trials_table
 
 # A task's flow through the jobs, not the engine: one engine (tests/jobs/conftest.py); the
 # sweeps' Optuna storage runs on both in test_sweeps.py.
@@ -114,3 +115,6 @@ def test_a_regression_sweep_maximises_the_score(
     assert detail["objective"] == "score" and [t["status"] for t in detail["trials"]] == ["succeeded"] * 2
     best = max(detail["trials"], key=lambda t: t["score"])
     assert detail["best_job_id"] == best["job_id"] and all(t["accuracy"] is None for t in detail["trials"])
+    assert {t["primary_metric"] for t in detail["trials"]} == {"spearman"}
+    shown = trials_table(detail)  # the Sweeps tab: each trial's score, named (it showed "–")
+    assert f"{best['score']:.3f} spearman" in shown

@@ -4,6 +4,7 @@ through the API, bad sweeps refused whole, and Pareto flags that match the numbe
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -73,7 +74,8 @@ def test_a_grid_through_the_cli_runs_every_point_and_reports_the_front(
     detail = Workbench(settings).get_sweep(result["sweep_id"])
     assert detail["status"] == "finished" and detail["kind"] == "grid"
     check_pareto(detail["trials"])
-    assert "trial #" in done.stderr  # one line per finished trial
+    assert "trial #" in done.stderr  # one line per finished trial, with its task's primary metric
+    assert re.search(r": succeeded accuracy [01]\.\d{4}\n", done.stderr), done.stderr
 
 
 def test_a_search_prunes_a_hopeless_trial(

@@ -22,7 +22,7 @@ TRIAL_COLUMNS = [
     "Run",
     "Settings",
     "Status",
-    "Accuracy",
+    "Score",  # the task's primary metric: accuracy, else its value and name ("0.880 spearman")
     "Macro-F1",
     "Trainable",
     "Time",
@@ -78,7 +78,7 @@ def trials_table(detail: dict[str, Any]) -> str:
             f"#{t['job_id']}",
             " ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in t["params"].items()),
             t["status"],
-            tables.number(t["accuracy"], 4),
+            tables.score_text(t),
             tables.number(t["macro_f1"], 4),
             "–" if t["trainable_params"] is None else f"{t['trainable_params']:,}",
             tables.duration(t["train_seconds"]),
