@@ -77,8 +77,10 @@ class ArtifactsApi(WorkbenchState):
         results = []
         for job_id in dict.fromkeys(ids):
             job = self._finished_job(job_id)
-            predictions = self._predictor(job.artifact_dir or "").predict_items(texts, pairs)
-            results.append({"id": job.id, "name": job.name, "predictions": predictions})  # type: ignore[typeddict-item]
+            predictor = self._predictor(job.artifact_dir or "")
+            predictions = predictor.predict_items(texts, pairs)
+            view = predictor.task.view_kind  # the UI draws each kind with its own renderer
+            results.append({"id": job.id, "name": job.name, "view": view, "predictions": predictions})  # type: ignore[typeddict-item]
         return results
 
     def _predictor(self, artifact_dir: str) -> Any:

@@ -244,4 +244,5 @@ class Prediction(TypedDict):
 
     id: int
     name: str
+    view: str  # how its rows are shown, its task's ``view_kind``: "label", "score", "tags"
     predictions: list[LabelProbability]

@@ -7,6 +7,7 @@ durations) so every tab shows them the same way.
 from __future__ import annotations
 
 import html
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -221,26 +222,36 @@ def config_diff(compare: dict[str, Any]) -> pd.DataFrame:
 
 
 def predictions_table(results: list[dict[str, Any]]) -> pd.DataFrame:
-    """Try it: each run's predicted label and confidence for the one text (a token task's: the
-    sentence with its predicted entities drawn in, ``ui.tagged``)."""
+    """Try it: each run's prediction for the one text, drawn by the renderer of its task's view
+    kind (``VIEWS``): a label and its confidence, a number, a sentence with its predicted
+    entities (``ui.tagged``). Runs of several kinds share the columns of the first kind."""
+    shown = [r for r in results if r.get("predictions")]
+    kinds = [r.get("view") or "label" for r in shown]
+    columns = VIEWS[kinds[0]][0] if kinds else VIEWS["label"][0]
+    rows = [
+        [run_label(r["id"], r["name"]), *VIEWS[k][1](r["predictions"][0])]
+        for r, k in zip(shown, kinds, strict=True)
+    ]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def _label_cells(item: dict[str, Any]) -> list[Any]:
+    probability = item.get("probability")
+    return [item["label"], "–" if probability is None else f"{100 * probability:.1f}%"]
+
+
+def _tagged_cells(item: dict[str, Any]) -> list[Any]:
     from ui.tagged import sentence_html
 
-    if any("words" in (r.get("predictions") or [{}])[0] for r in results):
-        firsts = [(r, r["predictions"][0]) for r in results if r.get("predictions")]
-        tagged = [[run_label(r["id"], r["name"]), sentence_html(item), item["label"]] for r, item in firsts]
-        return pd.DataFrame(tagged, columns=["Run", "Prediction", "Entities"])
-    rows = [
-        [
-            run_label(r["id"], r["name"]),
-            r["predictions"][0]["label"],
-            "–"
-            if r["predictions"][0].get("probability") is None
-            else f"{100 * r['predictions'][0]['probability']:.1f}%",
-        ]
-        for r in results
-        if r.get("predictions")
-    ]
-    return pd.DataFrame(rows, columns=["Run", "Prediction", "Confidence"])
+    return [sentence_html(item), item["label"]]
+
+
+# a task's view kind -> Try it's columns and one prediction's cells after the run's name
+VIEWS: dict[str, tuple[list[str], Callable[[dict[str, Any]], list[Any]]]] = {
+    "label": (["Run", "Prediction", "Confidence"], _label_cells),
+    "score": (["Run", "Prediction", "Confidence"], _label_cells),  # a number, no confidence: "–"
+    "tags": (["Run", "Prediction", "Entities"], _tagged_cells),
+}
 
 
 def _matrix_html(title: str, labels: list[str], matrix: list[list[int]]) -> str:

@@ -18,7 +18,7 @@ from service.svg_charts import compare_scatter_svg
 from tests.conftest import sentiment_rows, write_csv
 from tests.jobs.conftest import quick_job, wait_for, wait_status
 from tests.unit.test_regression import score_rows, write
-from ui.tables import compare_table
+from ui.tables import compare_table, predictions_table
 from ui.tabs.errors import evaluation_note
 from ui.tabs.runs import summary
 from ui.tabs.sweeps import trials_table
@@ -77,6 +77,10 @@ def test_regression_jobs_report_their_task_and_pair_by_spearman(
     (number,), (label,) = scored["predictions"], labelled["predictions"]
     assert number["probability"] is None and number["label"] == f"{number['score']:.4g}"
     assert label["score"] is None and label["label"] in ("pos", "neg") and 0.0 <= label["probability"] <= 1.0
+    assert (scored["view"], labelled["view"]) == ("score", "label")  # each drawn by its kind's renderer
+    drawn = predictions_table([scored, labelled])
+    assert drawn["Prediction"].tolist() == [number["label"], label["label"]]
+    assert drawn["Confidence"].tolist() == ["–", f"{100 * label['probability']:.1f}%"]
     other = bench.register_dataset(write(tmp_path / "other.csv", score_rows(40, 10)))
     evaluated = bench.evaluate(jobs[0], other["id"])  # another file of scores: its own metrics
     assert evaluated["rows"] == 40 and -1.0 <= evaluated["spearman"] <= 1.0 and evaluated["rmse"] > 0

@@ -80,7 +80,7 @@ def test_token_jobs_train_compare_and_explain_their_errors(
     (item,) = tagged["predictions"]
     assert item["words"] == ["I", "met", "Ada", "Lovelace", "in", "New", "York", "."]
     assert len(item["tags"]) == 8 and all(e["end"] <= 8 for e in item["entities"])
-    assert "wb-tagged" in str(predictions_table([tagged]).iloc[0]["Prediction"])
+    assert tagged["view"] == "tags" and "wb-tagged" in str(predictions_table([tagged]).iloc[0]["Prediction"])
     with pytest.raises(ConfigError, match="no words"):
         bench.predict([jobs[0]], ["   "])
 
