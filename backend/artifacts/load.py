@@ -160,9 +160,7 @@ class Predictor:
         token task's also its ``words`` (the text split as the task reads it), tags and entities."""
         rows = self._rows(texts)
         items = self.task.prediction_items(self.predict_proba(rows, pairs), self.label_names)
-        if self.task.sequences:
-            items = [{**item, "words": row.split(" ")} for item, row in zip(items, rows, strict=True)]
-        return items
+        return self.task.shown_items(items, rows)
 
     def predict_columns(self, texts: list[str], pairs: list[str] | None = None) -> dict[str, list[Any]]:
         """``predict``'s output columns for the run's task (label and probability; score; tags
@@ -172,7 +170,5 @@ class Predictor:
     def _rows(self, texts: list[Any]) -> list[str]:
         """Texts as the task's rows hold them (a token task's: words one space apart)."""
         rows = [self.task.text_of(t) for t in texts]
-        empty = next((i for i, row in enumerate(rows) if not row.strip()), None)
-        if empty is not None and self.task.sequences:
-            raise ConfigError(f"text {empty + 1} has no words to tag; type a sentence")
+        self.task.check_texts(rows)
         return rows

@@ -119,7 +119,7 @@ def metric_value(summary: dict[str, Any], key: str) -> str:
     interval = summary.get(intervals.get(key, ""))
     if not interval:
         return str(summary[key])
-    unit = "sentences" if tasks.get(summary.get("task")).sequences else "rows"
+    unit = tasks.get(summary.get("task")).row_unit
     return f"{summary[key]} (95% interval {interval[0]:.4f} to {interval[1]:.4f}, bootstrap over the {unit})"
 
 

@@ -89,6 +89,18 @@ class Task(ABC):
         same = shaped and bool((np.nan_to_num(got).argmax(-1) == np.nan_to_num(want).argmax(-1)).all())
         return {"labels_identical": same, "max_abs_diff": diff, "ok": same and diff <= tolerance}
 
+    row_unit: ClassVar[str] = "rows"  # what a score's bootstrap resamples (a token task: sentences)
+
+    def check_texts(self, rows: list[str]) -> None:
+        """Refuse typed texts this task cannot predict on, with a ConfigError that says which
+        (a token task: a text without words); any text by default."""
+        return None
+
+    def shown_items(self, items: list[dict[str, Any]], rows: list[str]) -> list[dict[str, Any]]:
+        """Try it's items with what the task's view needs of the typed rows (a token task: the
+        words, as it split them); the items as they are by default."""
+        return items
+
     # how error analysis, Try it and Compare show a row: "label" (a label with its confidence),
     # "score" (a number and its error), "tags" (tagged words); ``ui`` has a renderer per kind
     view_kind: ClassVar[str] = "label"

@@ -20,7 +20,7 @@ import numpy as np
 
 from backend.catalogue import label_kwargs
 from backend.cells import listing
-from backend.errors import DataError
+from backend.errors import ConfigError, DataError
 from backend.tasks import tag_schemes as ts
 from backend.tasks.base import Task, chart
 from backend.tasks.token_scores import SentenceCounts, counts_metric, ratio_interval
@@ -146,6 +146,16 @@ class TokenClassification(Task):
         return [[0] * len(t.split(" ")) for t in texts]
 
     row_keys = ("labels",)  # a tag per token, from ``encode``
+    row_unit = "sentences"  # the unit an interval resamples: a sentence's words are not independent
+
+    def check_texts(self, rows: list[str]) -> None:
+        empty = next((i for i, row in enumerate(rows) if not row.strip()), None)
+        if empty is not None:
+            raise ConfigError(f"text {empty + 1} has no words to tag; type a sentence")
+
+    def shown_items(self, items: list[dict[str, Any]], rows: list[str]) -> list[dict[str, Any]]:
+        return [{**item, "words": row.split(" ")} for item, row in zip(items, rows, strict=True)]
+
     view_kind = "tags"
     predicts = "a tag per word"
 
