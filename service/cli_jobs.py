@@ -19,6 +19,7 @@ from typing import Any
 
 from backend.settings import Settings
 from service.cli_args import add_train_arguments, train_config_from_args
+from service.formatting import metric_word
 
 WAIT_POLL_SECONDS = 0.5
 
@@ -135,9 +136,6 @@ def _percent(job: dict[str, Any]) -> str:
     return f"{100 * (job['progress'] or 0):.0f}%"
 
 
-METRIC_NAMES = {"macro_f1": "macro-F1"}  # as people write them; any other: its key
-
-
 def _metric(value: float | None) -> str:
     return "-" if value is None else f"{value:.4f}"
 
@@ -184,7 +182,7 @@ def show_lines(job: dict[str, Any]) -> list[str]:
     metrics = job.get("metrics") or {}  # the task's headline metrics (accuracy, macro-F1; Spearman, ...)
     shown = [(k, metrics[k]) for k in job.get("headline") or () if isinstance(metrics.get(k), (int, float))]
     if shown:
-        lines.append("  ".join(f"{METRIC_NAMES.get(k, k)}: {v:.4f}" for k, v in shown))
+        lines.append("  ".join(f"{metric_word(k)}: {v:.4f}" for k, v in shown))
     if job["error"]:
         lines.append(f"error: {job['error']}")
     lines.append(f"artifacts: {job['artifact_dir']}")

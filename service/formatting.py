@@ -3,6 +3,12 @@
 from __future__ import annotations
 
 DASH = "–"
+METRIC_WORDS = {"macro_f1": "macro-F1"}  # metric keys as people write them in a line of text
+
+
+def metric_word(name: str) -> str:
+    """A metric's name in a line of text ("macro-F1"); any other: its key ("spearman")."""
+    return METRIC_WORDS.get(name, name)
 
 
 def duration(seconds: float | None) -> str:

@@ -11,7 +11,7 @@ from typing import Any
 import gradio as gr
 import pandas as pd
 
-from service.formatting import with_interval
+from service.formatting import metric_word, with_interval
 from ui import charts, tables
 from ui.endpoints import Endpoints
 from ui.feedback import WARNING, done, problem
@@ -76,16 +76,13 @@ def results_text(job: dict[str, Any]) -> str:
     interval where the run has one: "accuracy 0.812 [0.786, 0.838] · macro-F1 ...", "spearman
     0.880 [0.86, 0.90] · pearson 0.871 · rmse 0.612 · mae 0.480"."""
     metrics, primary = job.get("metrics") or {}, job["primary_metric"]
-    shown = [f"{METRIC_WORDS.get(primary, primary)} {with_interval(job['score'], metrics.get('score_ci'))}"]
+    shown = [f"{metric_word(primary)} {with_interval(job['score'], metrics.get('score_ci'))}"]
     for name in job.get("headline") or ():
         if name != primary and metrics.get(name) is not None:
             value = with_interval(metrics[name], metrics.get(f"{name}_ci"))
-            shown.append(f"{METRIC_WORDS.get(name, name)} {value}")
+            shown.append(f"{metric_word(name)} {value}")
     intervals = sum("[" in part for part in shown)
     return " · ".join(shown) + {0: "", 1: " (95% interval)"}.get(intervals, " (95% intervals)")
-
-
-METRIC_WORDS = {"macro_f1": "macro-F1"}  # as people write them in a sentence; any other: its key
 
 
 def error_text(job: dict[str, Any]) -> str:
