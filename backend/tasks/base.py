@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from backend.cells import sorted_label_names
@@ -10,6 +13,20 @@ from backend.cells import sorted_label_names
 if TYPE_CHECKING:  # torch, sklearn and scipy load inside the methods: the web app starts without them
     import numpy as np
     import torch
+
+
+@dataclass(frozen=True)
+class Inference:
+    """Where and how a task runs a model over encoded rows (``Task.predict``, ``evaluate``,
+    ``search_score``). ``precision`` opens the run's autocast (training's: the tasks sit below
+    it); ``forward`` (rows -> the model's output) replaces the model's own, e.g. over cached
+    lower layers. Length-sorted batches pad least; outputs come back in the rows' order."""
+
+    device: torch.device
+    precision: Callable[[], AbstractContextManager[Any]] = nullcontext
+    batch_size: int = 64
+    group_by_length: bool = True
+    forward: Callable[[list[int]], Any] | None = None
 
 
 class Task(ABC):
@@ -75,6 +92,58 @@ class Task(ABC):
         import torch
 
         return {**inputs, "labels": torch.tensor(targets, dtype=torch.long)}
+
+    def train_loss(self, model: Any, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        """A training batch's loss as the run and the learning-rate search backpropagate it (the
+        batch is ``collate``'s, on the model's device): the head's own loss on ``labels`` by
+        default. Generation masks the prompt; embeddings train with a contrastive loss."""
+        return model(**batch).loss
+
+    def predict(self, model: Any, enc: Any, run: Inference) -> Any:
+        """The outputs of every row of ``enc`` (``backend.data.batching.Encoded``), in its order
+        and in eval mode: one forward pass per batch, ``outputs`` of the logits split per row and
+        ``stack``ed, by default (class probabilities, scores, per-word outputs). A task whose
+        outputs need more than one pass (``generate()``'s strings) runs its own."""
+        import torch
+
+        was_training = model.training
+        model.eval()
+        rows_out: list[Any] = [None] * len(enc)
+        with torch.no_grad():
+            for rows in enc.index_batches(run.batch_size, shuffle=False, group_by_length=run.group_by_length):
+                batch = enc.batch(rows)
+                labels = batch.pop("labels")  # a per-token task's say which positions are words
+                with run.precision():
+                    if run.forward is not None:
+                        out = run.forward(rows)
+                    else:
+                        out = model(**{k: v.to(run.device) for k, v in batch.items()})
+                    logits = getattr(out, "logits", out)  # a probe returns its logits as they are
+                for i, row in zip(rows, self.row_outputs(self.outputs(logits), labels), strict=True):
+                    rows_out[i] = row
+        model.train(was_training)
+        return self.stack(rows_out, enc.labels)
+
+    def evaluate(
+        self, model: Any, enc: Any, label_names: list[str], run: Inference, outputs: Any = None
+    ) -> dict[str, Any]:
+        """An evaluation of ``model`` on ``enc``: ``metrics`` of its outputs (``outputs`` when
+        they were predicted already), with ``score`` and ``eval_loss``. By default the loss is
+        the training loss computed from the outputs; a task whose outputs are not what its loss
+        reads (strings) computes ``eval_loss`` apart, teacher-forced."""
+        outputs = self.predict(model, enc, run) if outputs is None else outputs
+        return self.metrics(enc.truth(), outputs, label_names)
+
+    def search_score(
+        self, model: Any, enc: Any, label_names: list[str], run: Inference
+    ) -> tuple[np.ndarray, float]:
+        """How the learning-rate search judges a candidate on held-out training rows: each row's
+        loss (``search_losses``: lower is better, compared row by row) and the primary score,
+        which it logs. From one ``predict`` by default; a task may judge by a cheaper criterion
+        (a teacher-forced loss rather than generated text)."""
+        outputs = self.predict(model, enc, run)
+        true = enc.truth()
+        return self.search_losses(true, outputs), self.score(true, outputs, label_names)
 
     def same_outputs(self, got: np.ndarray, want: np.ndarray, tolerance: float) -> dict[str, Any]:
         """Whether two computations of the same rows' outputs agree (a fresh-process reload, a

@@ -35,7 +35,7 @@ from backend.training.autotune import (
 )
 from backend.training.callbacks import Callback, EpochInfo, StepInfo, TrainingCancelled
 from backend.training.config import TrainConfig
-from backend.training.metrics import evaluate, metrics_from_probs, predict_probs
+from backend.training.metrics import evaluate, predict_probs
 from backend.training.outcome import RunContext, RunOutcome, run_summary
 from backend.training.runtime import adamw, autocast, cpu_setup, peak_gpu_mb, pick_device, resolve_precision
 from backend.training.setup import build_model, checkpointing_on, count_run_parameters, resolve_auto
@@ -84,8 +84,8 @@ class Fitter:
         self.min_stop_steps, self.stop_deferred = 0, False  # early stopping waits for this step
         self.resolved: dict[str, Any] = {}  # what "auto" chose; checkpoints keep it for resume
         self.tokens = Throughput()
-        # rows -> model output; the top-layers option swaps in a forward over cached states
-        self.forward: Callable[[list[int]], Any] = self._forward
+        # rows -> the batch's training loss; the top-layers option swaps in one over cached states
+        self.forward: Callable[[list[int]], torch.Tensor] = self._forward
         self.eval_forward: Callable[[list[int]], Any] | None = None
         self.top_cut: int | None = None  # train the layers from here up over cached lower ones
 
@@ -153,7 +153,7 @@ class Fitter:
         def forward(rows: list[int]) -> Any:
             self.tokens.add_lengths([lengths[i] for i in rows])
             with autocast(self.device, self.precision):
-                return train.forward(self.model, rows)
+                return train.forward(self.model, rows, self.task.train_loss)
 
         self.forward = forward
         self.eval_forward = lambda rows: evals.forward(self.model, rows)
@@ -163,11 +163,11 @@ class Fitter:
             "only the layers above train"
         )
 
-    def _forward(self, rows: list[int]) -> Any:
+    def _forward(self, rows: list[int]) -> torch.Tensor:
         batch = self.train.batch(rows, self.pad_to)
         self.tokens.add(batch)
         with autocast(self.device, self.precision):
-            return self.model(**{k: v.to(self.device) for k, v in batch.items()})
+            return self.task.train_loss(self.model, {k: v.to(self.device) for k, v in batch.items()})
 
     def _epoch(self, epoch: int, start: float) -> float:
         cfg, losses = self.cfg, []
@@ -177,15 +177,15 @@ class Fitter:
         for i, rows in enumerate(batches, 1):
             if self.cb.should_cancel():
                 raise TrainingCancelled(f"cancelled at step {self.step}")
-            out = self.forward(rows)
-            if not torch.isfinite(out.loss):
+            batch_loss = self.forward(rows)  # the task's training loss (Task.train_loss)
+            if not torch.isfinite(batch_loss):
                 raise ConfigError(
-                    f"training diverged: the loss became {out.loss.item()} at step {self.step + 1} "
+                    f"training diverged: the loss became {batch_loss.item()} at step {self.step + 1} "
                     f"(epoch {epoch}); try a lower learning rate (now {cfg.effective_lr:g})"
                 )
-            loss = out.loss / cfg.grad_accum
+            loss = batch_loss / cfg.grad_accum
             (self.scaler.scale(loss) if self.scaler else loss).backward()
-            losses.append(out.loss.item())
+            losses.append(batch_loss.item())
             seen += len(rows)
             if i % cfg.grad_accum and i != n_batches:
                 continue
@@ -265,7 +265,7 @@ def run_loop(ctx: RunContext) -> RunOutcome:
     probs = predict_probs(model, eval_enc, device, task=data.task)
     best = fitter.best or {}
     if fitter.precision != "fp32" and best:
-        best = {**best, **metrics_from_probs(eval_enc.truth(), probs, data.label_names, data.task)}
+        best = {**best, **evaluate(model, eval_enc, data.label_names, device, task=data.task, outputs=probs)}
     per_epoch = round(float(np.mean(fitter.epoch_seconds)), 3) if fitter.epoch_seconds else None
     summary = {
         **run_summary(

@@ -18,6 +18,7 @@ from typing import Any
 import torch
 
 from backend.data.batching import SEARCH_MEGA_BATCHES, Encoded
+from backend.tasks import registry as tasks
 from backend.tasks.base import Task
 from backend.training.callbacks import Callback, TrainingCancelled
 from backend.training.lr_search import (
@@ -36,8 +37,8 @@ from backend.training.lr_search import (
     spent,
     successive_halving,
 )
-from backend.training.lr_search_noise import Score, score_probs
-from backend.training.metrics import predict_probs
+from backend.training.lr_search_noise import Score
+from backend.training.metrics import inference
 from backend.training.runtime import adamw, autocast
 
 
@@ -79,7 +80,7 @@ class ModelSearch:
     precision: str = "fp32"
     group_by_length: bool = True
     lr_scales: dict[str, float] = field(default_factory=dict)  # the method's (MethodSpec.lr_scales)
-    task: Task | None = None  # None: classification
+    task: Task = field(default_factory=lambda: tasks.get(None))  # classification unless given
     params: dict[str, torch.nn.Parameter] = field(init=False)
     initial: dict[str, torch.Tensor] = field(init=False)
     _order: list[list[int]] = field(init=False, default_factory=list)
@@ -133,7 +134,7 @@ class ModelSearch:
             for group in opt.param_groups:
                 group["lr"] = trial.lr * group["lr_scale"] * min(1.0, (trial.done + 1) / self.warmup_steps)
             with autocast(self.device, self.precision):
-                loss = self.model(**{k: v.to(self.device) for k, v in batch.items()}).loss
+                loss = self.task.train_loss(self.model, {k: v.to(self.device) for k, v in batch.items()})
             trial.done += 1
             if not torch.isfinite(loss):
                 finite = False
@@ -148,8 +149,9 @@ class ModelSearch:
 
     def score(self, trial: ModelTrial) -> Score:
         self._load(trial.weights)
-        probs = predict_probs(self.model, self.holdout, self.device, self.precision, task=self.task)
-        return score_probs(self.holdout.truth(), probs, self.task, self.label_names)
+        run = inference(self.device, self.precision)
+        losses, primary = self.task.search_score(self.model, self.holdout, self.label_names, run)
+        return Score(float(losses.mean()), primary, losses)
 
 
 # A search step (a quarter batch) against a run step, fixed rather than timed. Timed on this
@@ -196,8 +198,9 @@ def search_model_lr(
     trainable weights are back at their initial values afterwards. ``prior``: the method's
     default, taken when the search cannot tell the candidates apart."""
     started = time.perf_counter()
+    task = task or tasks.get(None)
     holdout_rows = min(HOLDOUT_MAX, max(HOLDOUT_MIN, round(HOLDOUT_FRACTION * len(train))), len(train) // 2)
-    fit_idx, held_idx = holdout_split(task.strata(train.labels) if task else train.labels, holdout_rows, seed)
+    fit_idx, held_idx = holdout_split(task.strata(train.labels), holdout_rows, seed)
     search = ModelSearch(
         model, train.subset(fit_idx), train.subset(held_idx), label_names, device,
         search_batch_size(batch_size), weight_decay, max_grad_norm, 1, seed,

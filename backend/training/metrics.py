@@ -1,4 +1,6 @@
-"""Model evaluation: a model's outputs on a split, scored by the run's task (``backend.tasks``)."""
+"""Model evaluation: a model's outputs on a split, as the run's task (``backend.tasks``) predicts
+and scores them (``Task.predict``, ``Task.evaluate``); this module supplies the device and the
+run's precision, which the tasks, below training, do not know."""
 
 from __future__ import annotations
 
@@ -9,16 +11,26 @@ import numpy as np
 import torch
 
 from backend.tasks import registry as tasks
-from backend.tasks.base import Task
+from backend.tasks.base import Inference, Task
 from backend.training.runtime import autocast
 
-__all__ = ["evaluate", "metrics_from_probs", "predict_probs"]
+__all__ = ["evaluate", "inference", "metrics_from_probs", "predict_probs"]
 
 if TYPE_CHECKING:
     from backend.data.batching import Encoded
 
 
-@torch.no_grad()
+def inference(
+    device: torch.device,
+    precision: str = "fp32",
+    batch_size: int = 64,
+    group_by_length: bool = True,
+    forward: Callable[[list[int]], Any] | None = None,
+) -> Inference:
+    """How a task runs the model here: on ``device``, under the run's autocast."""
+    return Inference(device, lambda: autocast(device, precision), batch_size, group_by_length, forward)
+
+
 def predict_probs(
     model: Any,
     enc: Encoded,
@@ -28,29 +40,11 @@ def predict_probs(
     group_by_length: bool = True,
     forward: Callable[[list[int]], Any] | None = None,
     task: Task | None = None,
-) -> np.ndarray:
-    """The task's outputs (class probabilities, scores) for every row of ``enc``, in ``enc``'s
-    order (eval mode).
-
-    Length-sorted batches pad least; the rows are put back in their original order.
-    ``forward`` (rows -> output) replaces the model's own, e.g. over cached lower layers.
-    """
-    task = task or tasks.get(None)
-    was_training = model.training
-    model.eval()
-    rows_out: list[Any] = [None] * len(enc)
-    for rows in enc.index_batches(batch_size, shuffle=False, group_by_length=group_by_length):
-        batch = enc.batch(rows)
-        labels = batch.pop("labels")  # a per-token task's say which positions are words
-        with autocast(device, precision):
-            out = (
-                forward(rows) if forward is not None else model(**{k: v.to(device) for k, v in batch.items()})
-            )
-            logits = getattr(out, "logits", out)  # a probe returns its logits as they are
-        for i, out in zip(rows, task.row_outputs(task.outputs(logits), labels), strict=True):
-            rows_out[i] = out
-    model.train(was_training)
-    return task.stack(rows_out, enc.labels)
+) -> Any:
+    """The task's outputs (class probabilities, scores, ...) for every row of ``enc``, in
+    ``enc``'s order (``Task.predict``). ``forward`` (rows -> output) replaces the model's own."""
+    run = inference(device, precision, batch_size, group_by_length, forward)
+    return (task or tasks.get(None)).predict(model, enc, run)
 
 
 def evaluate(
@@ -61,13 +55,17 @@ def evaluate(
     precision: str = "fp32",
     forward: Callable[[list[int]], Any] | None = None,
     task: Task | None = None,
+    outputs: Any = None,
 ) -> dict[str, Any]:
-    probs = predict_probs(model, enc, device, precision, forward=forward, task=task)
-    return metrics_from_probs(enc.truth(), probs, label_names, task)
+    """The task's evaluation of ``model`` on ``enc`` (``Task.evaluate``): its metrics, with
+    ``score`` and ``eval_loss``; ``outputs``: already predicted."""
+    run = inference(device, precision, forward=forward)
+    return (task or tasks.get(None)).evaluate(model, enc, label_names, run, outputs)
 
 
 def metrics_from_probs(
     labels: np.ndarray, probs: np.ndarray, label_names: list[str], task: Task | None = None
 ) -> dict[str, Any]:
-    """The task's metrics of its outputs, with ``score`` (the primary one) and ``eval_loss``."""
+    """The task's metrics of outputs predicted already, with ``score`` (the primary one) and
+    ``eval_loss`` (for another file's rows: ``backend.evaluation``)."""
     return (task or tasks.get(None)).metrics(labels, probs, label_names)

@@ -12,6 +12,7 @@ How the training loop uses it::
         ...
         out = cache.forward(model, rows)  # rows: indices into train_enc
         out.loss.backward()               # out: what model(**train_enc.batch(rows)) returns
+        loss = cache.forward(model, rows, task.train_loss)  # or the task's loss of that batch
 
 ``forward`` collates ``rows`` itself (``enc.batch(rows)``, labels included) and moves the batch
 to ``device``; its output has ``.logits`` and ``.loss`` as the model's own forward. Evaluation
@@ -40,7 +41,7 @@ hidden x 4 bytes of CPU RAM (SST-2 on MiniLM: ~2.6 GB).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager, nullcontext, suppress
 from typing import Any
 
@@ -220,8 +221,11 @@ class LowerLayerCache:
         states_in_order = [states[i] for i in range(len(enc))]
         return cls(enc, cut, device, states_in_order, layers_name, feeder if feeder else None)
 
-    def forward(self, model: Any, rows: list[int]) -> Any:
-        """``model(**enc.batch(rows))``, the layers below ``cut`` and the embeddings skipped."""
+    def forward(
+        self, model: Any, rows: list[int], call: Callable[[Any, dict[str, Any]], Any] | None = None
+    ) -> Any:
+        """``model(**enc.batch(rows))``, the layers below ``cut`` and the embeddings skipped;
+        ``call(model, batch)`` instead when given (a task's training loss, ``Task.train_loss``)."""
         batch = {k: v.to(self.device) for k, v in self.enc.batch(rows).items()}
         mask = batch["attention_mask"].bool()
         flat = torch.cat([self.states[r] for r in rows]).to(self.device)
@@ -237,7 +241,7 @@ class LowerLayerCache:
             if self.feeder is not None:
                 module = model.get_submodule(self.feeder["name"])
                 stack.enter_context(_returning(module, hidden.to(self.feeder["dtype"])))
-            return model(**batch)
+            return call(model, batch) if call is not None else model(**batch)
 
     def __len__(self) -> int:
         return len(self.states)
