@@ -61,12 +61,12 @@ class ArtifactsApi(WorkbenchState):
 
     def export_merged(self, job_id: int) -> Path:
         """Zip a succeeded LoRA job merged into its base (a plain transformers model)."""
-        from backend.artifacts.merge import merge_lora
+        from backend.artifacts import formats
 
         job = self._finished_job(job_id)
         with self._lock:
-            return merge_lora(
-                job.artifact_dir or "", self.settings.data_dir / "exports" / f"job-{job_id}-merged.zip"
+            return formats.get("merged").export(
+                Path(job.artifact_dir or ""), self.settings.data_dir / "exports" / f"job-{job_id}-merged.zip"
             )
 
     def predict(self, ids: list[int], texts: list[str], pairs: list[str] | None = None) -> list[Prediction]:

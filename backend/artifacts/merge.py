@@ -18,7 +18,8 @@ from typing import Any
 
 from backend.artifacts.load import read_manifest
 from backend.artifacts.model_card import LOAD_SNIPPETS
-from backend.artifacts.save import make_portable
+from backend.artifacts.portable import make_portable
+from backend.artifacts.writer import Writer
 from backend.catalogue import load_classifier, locate_base, model_info
 from backend.errors import ConfigError, ModelError
 from backend.methods import registry
@@ -40,6 +41,19 @@ with torch.no_grad():
     out = model(**enc)
 {predict}```
 """
+
+
+class Merged(Writer):
+    """Export format ``merged``, made on demand: a LoRA run folded into its base."""
+
+    key = "merged"
+    label = "the merged model"
+
+    def export(self, run_dir: Path, out_zip: Path) -> Path:
+        task = tasks.get(read_manifest(run_dir).get("task"))
+        if self.key not in task.exports:
+            raise ConfigError(f"a {task.label} run has no merged model; download the run's zip instead")
+        return merge_lora(run_dir, out_zip)
 
 
 def merge_lora(artifact_dir: str | Path, out_zip: str | Path) -> Path:

@@ -1,15 +1,11 @@
-"""Write a run's artifact folder in each library's standard format.
+"""Write a run's artifact folder: the files every run has, then its task's export formats
+(``backend.artifacts.formats``: the trained weights in their library's own layout, the model
+card), everything at the top level so the standard loaders take the folder itself.
 
-Layout of a run folder (everything at the top level so the standard loaders take the
-folder itself):
-  PEFT methods   adapter_config.json + adapter_model.safetensors (head included)
-  adapter        bottleneck.safetensors + bottleneck_config.json + head.safetensors, and the
-                 module's source, bottleneck.py (torch only; runs saved before issue 45 hold
-                 AdapterHub's ``save_adapter`` output instead, which still loads)
-  full           config.json + model.safetensors (``save_pretrained``)
-  probe          probe_head.safetensors + probe_config.json
   all            tokenizer files, labels.json, training_config.json, workbench.json,
-                 metrics.json, check_predictions.json, README.md (model card)
+                 metrics.json, check_predictions.json, predictions for error analysis
+  weights        per library (``backend.artifacts.write_weights``)
+  README.md      the model card (``backend.artifacts.write_card``)
 """
 
 from __future__ import annotations
@@ -18,10 +14,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from safetensors.torch import save_file
-
-from backend.artifacts.model_card import render_model_card
+from backend.artifacts import formats
+from backend.artifacts.portable import make_portable
 from backend.artifacts.predictions import write_predictions
+from backend.artifacts.write_weights import adapter_bytes
+from backend.artifacts.writer import Finished
 from backend.catalogue import ModelInfo
 from backend.data.prepare import PreparedData
 from backend.methods import registry
@@ -29,77 +26,6 @@ from backend.training.outcome import RunOutcome
 
 FORMAT_VERSION = 1
 CHECK_ROWS = 64  # eval rows whose probabilities are stored for the reload check
-ADAPTER_FILES = {  # the files that make up "the adapter" (its size is reported)
-    "peft": ("adapter_model.safetensors",),
-    "adapters": ("adapter.safetensors", "model_head.safetensors"),  # runs from before issue 45
-    "bottleneck": ("bottleneck.safetensors", "head.safetensors"),
-    "transformers": ("model.safetensors",),
-    "own": ("probe_head.safetensors",),
-}
-
-
-def save_weights(model: Any, library: str, out_dir: Path) -> None:
-    """Save the trained weights the way the method's own library expects to load them."""
-    if library == "peft":
-        model.save_pretrained(str(out_dir), safe_serialization=True)
-    elif library == "bottleneck":
-        save_bottleneck(model, out_dir)
-    elif library == "transformers":
-        model.save_pretrained(str(out_dir), safe_serialization=True)
-    else:
-        raise ValueError(f"no weight saver for library {library}")
-
-
-def save_bottleneck(model: Any, out_dir: Path) -> None:
-    """The adapters (their weights and config), the head that trained beside them, and the module's
-    source: the folder loads onto the plain base with transformers and torch alone."""
-    import shutil
-
-    from backend.methods import bottleneck
-
-    bottleneck.save(model, out_dir)
-    head = {
-        name: p.detach().contiguous().cpu()
-        for name, p in model.named_parameters()
-        if p.requires_grad and ".bottleneck_adapters." not in f".{name}"
-    }
-    save_file(head, str(out_dir / "head.safetensors"))
-    shutil.copyfile(bottleneck.__file__, out_dir / "bottleneck.py")
-
-
-# Keys in the libraries' JSON files that record where the base model was loaded from.
-PATH_KEYS = (
-    "base_model_name_or_path",
-    "tokenizer_name_or_path",
-    "_name_or_path",
-    "name_or_path",
-    "model_name",
-)
-LIBRARY_JSON = ("adapter_config.json", "config.json", "head_config.json", "tokenizer_config.json")
-
-
-def make_portable(out_dir: Path, portable: str, server_paths: tuple[str, ...]) -> None:
-    """Point the libraries' own files at the base model's portable name (hub id or folder name).
-
-    PEFT's ``AutoPeftModel`` and transformers' configs follow ``base_model_name_or_path`` /
-    ``_name_or_path``; a path on this server would make the folder fail on any other machine.
-    """
-    for name in LIBRARY_JSON:
-        path = out_dir / name
-        if not path.is_file():
-            continue
-        data = json.loads(path.read_text())
-        changed = False
-        for key in PATH_KEYS:
-            value = data.get(key)
-            if isinstance(value, str) and (value in server_paths or Path(value).is_absolute()):
-                data[key], changed = portable, True
-        if changed:
-            path.write_text(json.dumps(data, indent=2))
-
-
-def adapter_bytes(out_dir: Path, library: str) -> int:
-    return sum((out_dir / f).stat().st_size for f in ADAPTER_FILES[library] if (out_dir / f).is_file())
 
 
 def write_common(
@@ -111,7 +37,7 @@ def write_common(
     data: PreparedData,
     extra_manifest: dict[str, Any],
 ) -> dict[str, Any]:
-    """Files every run folder has; returns artifact facts for the summary."""
+    """Files every run folder has, whatever its formats; returns its manifest."""
     cfg, summary, eval_probs = outcome.cfg, outcome.summary, outcome.eval_probs
     spec = registry.get(cfg.method)
     tokenizer.save_pretrained(str(out_dir))
@@ -153,10 +79,7 @@ def write_common(
     }
     (out_dir / "check_predictions.json").write_text(json.dumps(check))
     write_predictions(out_dir, data.eval, eval_probs, data.label_names, data.task)  # for error analysis
-    make_portable(out_dir, info.portable_name, (info.path,))
-    size = adapter_bytes(out_dir, spec.library)
-    (out_dir / "README.md").write_text(render_model_card(manifest, cfg, {**summary, "adapter_bytes": size}))
-    return {"artifact_dir": str(out_dir.resolve()), "adapter_bytes": size}
+    return manifest
 
 
 def save_run(
@@ -167,13 +90,19 @@ def save_run(
     tokenizer: Any,
     data: PreparedData,
 ) -> dict[str, Any]:
-    """Write the whole artifact folder of a finished run; returns artifact facts for the summary."""
+    """Write the whole artifact folder of a finished run; returns artifact facts for the summary.
+
+    The common files first, then the task's formats in its order (the card after the weights:
+    it reports their size, and replaces the README that PEFT's ``save_pretrained`` writes), then
+    every library file made portable."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    extra: dict[str, Any] = {}
-    if outcome.probe is not None:  # a head trained on cached features: its tensors and config
-        save_file(outcome.head_state, str(out_dir / "probe_head.safetensors"))
-        (out_dir / "probe_config.json").write_text(json.dumps(outcome.probe, indent=2))
-        extra = {"probe": outcome.probe}
-    else:
-        save_weights(outcome.model, registry.get(outcome.cfg.method).library, out_dir)
-    return write_common(out_dir, outcome, info=info, tokenizer=tokenizer, data=data, extra_manifest=extra)
+    extra = {"probe": outcome.probe} if outcome.probe is not None else {}
+    manifest = write_common(out_dir, outcome, info=info, tokenizer=tokenizer, data=data, extra_manifest=extra)
+    finished = Finished(out_dir, outcome, manifest)
+    for writer in formats.of(data.task):
+        writer.write(finished)
+    make_portable(out_dir, info.portable_name, (info.path,))
+    return {
+        "artifact_dir": str(out_dir.resolve()),
+        "adapter_bytes": adapter_bytes(out_dir, manifest["library"]),
+    }

@@ -158,6 +158,9 @@ class Task(ABC):
         same = shaped and bool((np.nan_to_num(got).argmax(-1) == np.nan_to_num(want).argmax(-1)).all())
         return {"labels_identical": same, "max_abs_diff": diff, "ok": same and diff <= tolerance}
 
+    # the export formats a run gets (``backend.artifacts.formats``), in the order they are written
+    exports: ClassVar[tuple[str, ...]] = ("weights", "model_card", "merged")
+
     row_unit: ClassVar[str] = "rows"  # what a score's bootstrap resamples (a token task: sentences)
 
     def check_texts(self, rows: list[str]) -> None:

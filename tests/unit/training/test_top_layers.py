@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import torch
 
-from backend.artifacts.save import save_weights
+from backend.artifacts.write_weights import save_weights
 from backend.catalogue import ModelInfo, default_model_path, load_classifier, load_tokenizer, model_info
 from backend.data.batching import Encoded
 from backend.data.prepare import Split
