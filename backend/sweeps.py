@@ -18,8 +18,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from backend.errors import ConfigError
+from backend.knobs import fields_info, in_range, range_text
 from backend.methods import registry
-from backend.methods.base import fields_info, in_range, range_text
 from backend.training.config import TrainConfig
 
 # Run settings a sweep may vary (the rest describe the data or the machine, not the run).

@@ -139,6 +139,7 @@ class Workbench(DatasetsApi, CatalogueApi, ArtifactsApi, SweepsApi, AnalysisApi,
             label_column=mapping.label,
             score_column=None,  # now the label column
             task=data.task.key,  # what "auto" found: the worker trains exactly this task
+            task_config=data.task.settings_dict(),  # and its settings, defaults included
         )
         return cfg, train_ds, eval_ds
 

@@ -123,10 +123,12 @@ class AnalysisApi(WorkbenchState):
         return task.error_rows(frame, wrong_only, true_label, predicted_label, sort)  # the task's own view
 
     def _task(self, job_id: int) -> Any:
-        """The task of a finished run (``backend.tasks``): what its rows are and how to show them."""
+        """The task of a finished run (``backend.tasks``) with the settings it trained with: what
+        its rows are and how to show them."""
         from backend.tasks import registry as tasks
 
-        return tasks.get(self._finished_job(job_id).task)
+        job = self._finished_job(job_id)
+        return tasks.get(job.task).configured((job.config or {}).get("task_config"))
 
     def predictions(
         self,

@@ -8,8 +8,9 @@ from typing import Any
 
 from backend.catalogue import list_models
 from backend.errors import ConfigError
+from backend.knobs import fields_info
 from backend.methods import registry
-from backend.methods.base import fields_info
+from backend.tasks import registry as tasks
 from backend.training.config import CHECKPOINTING, TrainConfig, validate
 from jobs import datasets
 from service.api_state import WorkbenchState
@@ -20,6 +21,7 @@ from service.records import (
     ModelFacts,
     ParameterCount,
     RunPlan,
+    TaskInfo,
 )
 
 
@@ -54,6 +56,18 @@ class CatalogueApi(WorkbenchState):
                 "fields": _field_info(s.config_cls),
             }
             for s in registry.all_methods()
+        ]
+
+    def list_tasks(self) -> list[TaskInfo]:
+        """Every task with the form fields its own settings need (none for most)."""
+        return [
+            {
+                "key": t.key,
+                "label": t.label,
+                "description": t.description,
+                "fields": _field_info(t.settings_cls),
+            }
+            for t in tasks.all_tasks()
         ]
 
     def list_settings(self) -> list[FieldInfo]:

@@ -116,6 +116,19 @@ class DatasetsApi(WorkbenchState):
             tokenizer=self._default_tokenizer(),
         )
 
+    def dataset_task(self, dataset_id: int) -> str:
+        """The task "auto" trains on a stored dataset (its label column read; no tokenizer)."""
+        row = datasets.get(self.db, dataset_id)
+        if row is None:
+            raise ConfigError(f"no dataset {dataset_id}")
+        stats = dataset_stats(
+            row.path,
+            text_column=row.text_column,
+            text_pair_column=row.text_pair_column,
+            label_column=row.label_column,
+        )
+        return str(stats["task"])
+
     def _default_tokenizer(self) -> Any:
         from backend.catalogue import DEFAULT_MODEL, load_tokenizer, model_info
 

@@ -4,7 +4,9 @@ Every common setting of :class:`~backend.training.config.TrainConfig` becomes a 
 (``batch_size`` -> ``--batch-size``; its label, range and help come from its ``knob``).
 ``--method`` lists the registered methods; each method's shortcut flags (``--rank``,
 ``--layer all``) come from its ``MethodSpec.cli_flags``; ``--set KEY=VALUE`` reaches any
-other method setting. Nothing here names a method or a setting.
+other method setting. Each task's own settings (``Task.settings_cls``) become flags too
+(``--tag-scheme``), collected into ``task_config``. Nothing here names a method, a task or a
+setting.
 """
 
 from __future__ import annotations
@@ -15,8 +17,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from backend.errors import ConfigError
+from backend.knobs import fields_info, range_text
 from backend.methods import registry
-from backend.methods.base import MethodSpec, fields_info, range_text
+from backend.methods.base import MethodSpec
+from backend.tasks import registry as tasks
 from backend.training.config import TrainConfig
 
 PYTHON_TYPES: dict[str, type] = {"int": int, "float": float, "str": str}
@@ -129,6 +133,42 @@ def add_train_arguments(p: argparse.ArgumentParser, *, method_required: bool = T
     add_method_arguments(p, method_required=method_required)
     for info in (s for s in settings if not s["required"]):
         add_setting_argument(p, info)
+    add_task_arguments(p)
+
+
+def task_settings() -> dict[str, tuple[dict[str, Any], list[str]]]:
+    """Every task setting (a field-info dict) by name, with the tasks that have it."""
+    found: dict[str, tuple[dict[str, Any], list[str]]] = {}
+    for task in tasks.all_tasks():
+        for info in fields_info(task.settings_cls):
+            found.setdefault(info["name"], (info, []))[1].append(task.key)
+    return found
+
+
+def add_task_arguments(p: argparse.ArgumentParser) -> None:
+    """One flag per task setting; unset (None) unless given, so the task's default applies."""
+    for name, (info, keys) in task_settings().items():
+        options: dict[str, Any] = {"dest": name, "default": None}
+        options["help"] = f"{_setting_help(info)} ({', '.join(keys)}; default {info['default']})"
+        if info["choices"]:
+            options["choices"] = info["choices"]
+        elif info["type"] != "bool":
+            options["type"] = PYTHON_TYPES[info["type"]]
+        p.add_argument(_flag(info["flag"]), **options)
+
+
+def task_config_from_args(args: argparse.Namespace) -> dict[str, Any]:
+    """The task settings given as flags; one for a task other than the one named is refused."""
+    values: dict[str, Any] = {}
+    named = args.task if args.task not in (tasks.AUTO, None, "") else None
+    for name, (info, keys) in task_settings().items():
+        value = getattr(args, name, None)
+        if value is None:
+            continue
+        if named is not None and named not in keys:
+            raise ConfigError(f"{_flag(info['flag'])} applies to the task {' or '.join(keys)}, not {named}")
+        values[name] = value
+    return values
 
 
 def _parse_value(text: str) -> Any:
@@ -186,4 +226,9 @@ def train_config_from_args(args: argparse.Namespace) -> TrainConfig:
     for info in fields_info(TrainConfig):
         value = getattr(args, info["name"])
         settings[info["name"]] = None if info["accepts_text"] and value == FIXED_DEFAULT else value
-    return TrainConfig(method=args.method, method_config=method_config_from_args(args), **settings)
+    return TrainConfig(
+        method=args.method,
+        method_config=method_config_from_args(args),
+        task_config=task_config_from_args(args),
+        **settings,
+    )

@@ -52,6 +52,7 @@ __all__ = [
     "RunPlan",
     "RunSummary",
     "Series",
+    "TaskInfo",
 ]
 
 
@@ -133,6 +134,15 @@ class FieldInfo(TypedDict):
     exclusive: list[str]  # "min" and/or "max": bounds the value may not equal
     flag: str  # the CLI flag's name
     value_words: dict[str, Any]  # words that stand for a value ("auto": -2): CLI words, run names
+
+
+class TaskInfo(TypedDict):
+    """A task of the catalogue (``Workbench.list_tasks``): what a model learns to output."""
+
+    key: str
+    label: str
+    description: str
+    fields: list[FieldInfo]  # the task's own settings (``Task.settings_cls``), as a method's
 
 
 class MethodInfo(TypedDict):

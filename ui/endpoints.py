@@ -35,6 +35,7 @@ from service.records import (
     ModelFacts,
     PublicDataset,
     RunSummary,
+    TaskInfo,
 )
 from ui.analysis_endpoints import AnalysisEndpoints
 from ui.callers import as_id, caller_is_local, str_keys
@@ -55,6 +56,7 @@ class Endpoints(SweepEndpoints, AnalysisEndpoints, ReportEndpoints):
         self.api = api
         # The method catalogue is fixed for the life of the process; list it once.
         self.methods: list[MethodInfo] = api.list_methods()
+        self.tasks: list[TaskInfo] = api.list_tasks()  # tasks and their own settings, as fixed
 
     def shown(self, value: T, request: gr.Request | None = None) -> T:
         """``value`` whole for a caller on this machine (or with --admin-details), else redacted
@@ -178,6 +180,7 @@ class Endpoints(SweepEndpoints, AnalysisEndpoints, ReportEndpoints):
         gradient_checkpointing: str | None = None,
         rerun_of: int | None = None,
         task: str | None = None,
+        task_settings: dict[str, dict[str, Any]] | None = None,
     ) -> RunSummary:
         """Queue a training job. ``method`` is a label ("LoRA") or key ("lora");
         ``method_settings`` the method's own settings (e.g. {"rank": 8}); anything
@@ -185,7 +188,9 @@ class Endpoints(SweepEndpoints, AnalysisEndpoints, ReportEndpoints):
         out (sized from the data; picked by a search on the training data); a number wins.
         ``rerun_of``: the job whose settings these are (recorded as the new job's lineage).
         ``task``: what the model outputs ("auto", the default: from the label column; or a task
-        key, e.g. "regression" for a column of numbers). Returns {id, name, method, status}.
+        key, e.g. "regression" for a column of numbers). ``task_settings``: tasks' own settings by
+        task key ({task: {setting: value}}: ``Workbench.list_tasks`` describes them); the run takes those
+        of its task (with "auto", the one its data is). Returns {id, name, method, status}.
         """
         spec = self.method(method)
         settings = self.api.settings
@@ -207,6 +212,7 @@ class Endpoints(SweepEndpoints, AnalysisEndpoints, ReportEndpoints):
                     "group_by_length": group_by_length,
                     "gradient_checkpointing": gradient_checkpointing,
                     "task": task or None,
+                    "task_config": self._task_config(dataset_id, task, task_settings),
                 },
             ),
             name=(name or "").strip() or None,
@@ -214,6 +220,23 @@ class Endpoints(SweepEndpoints, AnalysisEndpoints, ReportEndpoints):
         )
         job = self.api.get_job(job_id, log_tail=0)
         return {"id": job_id, "name": job["name"], "method": spec["key"], "status": job["status"]}
+
+    def _task_config(
+        self, dataset_id: int, task: str | None, task_settings: dict[str, dict[str, Any]] | None
+    ) -> dict[str, Any] | None:
+        """The settings of the run's task out of ``task_settings`` (None: the task's defaults)."""
+        if not task_settings:
+            return None
+        if not isinstance(task_settings, dict) or not all(
+            isinstance(v, dict) for v in task_settings.values()
+        ):
+            raise ConfigError(
+                "task_settings must map each task key to its settings: {task: {setting: value}}"
+            )
+        named = (
+            task if task not in (None, "", "auto") else self.api.dataset_task(as_id(dataset_id, "dataset_id"))
+        )
+        return dict(task_settings.get(str(named)) or {}) or None
 
     def _config(
         self,

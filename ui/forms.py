@@ -37,6 +37,7 @@ class MethodForms:
     methods: list[dict[str, Any]]
     groups: dict[str, gr.Group] = field(default_factory=dict)
     controls: list[Control] = field(default_factory=list)
+    auto: str | None = None  # task forms: the choice that shows every group (see build_task_forms)
 
     @property
     def components(self) -> list[Component]:
@@ -56,8 +57,9 @@ class MethodForms:
         return {m["key"]: self.method_config(m["key"], values) for m in self.methods}
 
     def visibility(self, method: str) -> list[Any]:
-        """Updates for :attr:`groups` (in their order) that show only ``method``'s group."""
-        return [gr.update(visible=shown(key == method)) for key in self.groups]
+        """Updates for :attr:`groups` (in their order) that show only ``method``'s group (every
+        group for the ``auto`` choice of task forms)."""
+        return [gr.update(visible=shown(key == method or method == self.auto)) for key in self.groups]
 
 
 def shown(visible: bool) -> bool | str:
@@ -131,6 +133,21 @@ def build_method_forms(methods: list[dict[str, Any]], selected: str) -> MethodFo
                         Control(method["key"], spec["name"], spec["type"], control_for(spec))
                     )
         forms.groups[method["key"]] = group
+    return forms
+
+
+def build_task_forms(tasks: list[dict[str, Any]], auto: str) -> MethodForms:
+    """One group of controls per task that has settings of its own, each shown while the Task
+    choice is that task or ``auto`` (the run then takes the settings of the task its data is)."""
+    forms = MethodForms(methods=[t for t in tasks if t["fields"]])
+    for task in forms.methods:
+        with gr.Group() as group:
+            gr.Markdown(f"**{task['label']}**: used when the run is {task['label'].lower()}.", padding=True)
+            with gr.Row(equal_height=True):
+                for spec in task["fields"]:
+                    forms.controls.append(Control(task["key"], spec["name"], spec["type"], control_for(spec)))
+        forms.groups[task["key"]] = group
+    forms.auto = auto
     return forms
 
 

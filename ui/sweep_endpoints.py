@@ -39,11 +39,12 @@ class SweepEndpoints:
         group_by_length: bool | None = None,
         gradient_checkpointing: str | None = None,
         task: str | None = None,
+        task_settings: dict[str, dict[str, Any]] | None = None,
     ) -> dict[str, Any]:
         """Queue a sweep: ``grid`` axes ("rank=2,8,32", one or two), ``methods`` (one run each,
         ``method_settings`` keyed by method), or ``trials`` N of an Optuna search over
-        ``search`` ("lr", "rank=2:64"). ``task`` as for ``/launch``; a task without accuracy
-        (regression) maximises its score. Returns {sweep_id, status}."""
+        ``search`` ("lr", "rank=2:64"). ``task`` and ``task_settings`` as for ``/launch``; a
+        task without accuracy (regression) maximises its score. Returns {sweep_id, status}."""
         keys = [self.method(m)["key"] for m in methods or []]  # type: ignore[attr-defined]
         first = keys[0] if keys else self.method(method or "")["key"]  # type: ignore[attr-defined]
         settings = {self.method(k)["key"]: v for k, v in (method_settings or {}).items()}  # type: ignore[attr-defined]
@@ -56,6 +57,7 @@ class SweepEndpoints:
                 "group_by_length": group_by_length,
                 "gradient_checkpointing": gradient_checkpointing,
                 "task": task or None,
+                "task_config": self._task_config(dataset_id, task, task_settings),  # type: ignore[attr-defined]
             },
         )  # fmt: skip
         sweep_id = self.api.submit_sweep(

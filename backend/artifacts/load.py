@@ -39,7 +39,7 @@ def read_manifest(artifact_dir: Path) -> dict[str, Any]:
 
 def _labels(manifest: dict[str, Any]) -> dict[str, Any]:
     """The head's arguments, as the run's task built it (a run from before tasks: classification)."""
-    return tasks.get(manifest.get("task")).model_kwargs(manifest["label_names"])
+    return tasks.of_manifest(manifest).model_kwargs(manifest["label_names"])
 
 
 def _quant_kwargs(manifest: dict[str, Any]) -> dict[str, Any]:
@@ -132,7 +132,7 @@ class Predictor:
         self.dir = Path(artifact_dir)
         self.manifest = read_manifest(self.dir)
         self.label_names: list[str] = self.manifest["label_names"]
-        self.task = tasks.get(self.manifest.get("task"))
+        self.task = tasks.of_manifest(self.manifest)
         self.width = int(self.task.model_kwargs(self.label_names)["num_labels"])  # outputs per row
         self.tokenizer = AutoTokenizer.from_pretrained(str(self.dir))
         self.model = load_model(self.dir)

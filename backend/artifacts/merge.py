@@ -78,7 +78,7 @@ def _merge(run: Path, manifest: dict[str, Any], merged: Path) -> None:
     from transformers import AutoTokenizer
 
     info = model_info(locate_base(manifest))
-    task, names = tasks.get(manifest.get("task")), manifest["label_names"]
+    task, names = tasks.of_manifest(manifest), manifest["label_names"]
     base = load_classifier(info, names, head=task.model_kwargs(names), auto_class=task.auto_class)
     model = PeftModel.from_pretrained(base, str(run)).merge_and_unload().eval()
     tokenizer = AutoTokenizer.from_pretrained(str(run))

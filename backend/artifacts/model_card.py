@@ -125,7 +125,7 @@ def metric_value(summary: dict[str, Any], key: str) -> str:
 
 def render_model_card(manifest: dict[str, Any], cfg: TrainConfig, summary: dict[str, Any]) -> str:
     """Markdown: base model, method, hyperparameters, metrics, and a load-and-predict snippet."""
-    lib, task = manifest["library"], tasks.get(manifest.get("task"))
+    lib, task = manifest["library"], tasks.of_manifest(manifest)
     snippet = (
         LOAD_SNIPPETS[lib]
         .format(base=manifest["base_model"], n=len(manifest["label_names"]), pad=manifest["pad_token_id"])
@@ -150,6 +150,8 @@ def render_model_card(manifest: dict[str, Any], cfg: TrainConfig, summary: dict[
             "`quantization_config=BitsAndBytesConfig(...)` with the settings in `workbench.json` "
             "(NF4 + double quantization for 4-bit; the head kept out via `llm_int8_skip_modules`)."
         )
+    own = manifest.get("task_config") or {}  # the task's own settings (the tag scheme...)
+    task_lines = f"- Task: {task.label}" + "".join(f", {k} {v}" for k, v in own.items()) + "\n"
     return f"""# {manifest["method"]} adapter for `{manifest["base_model"]}`
 
 Trained with the adaptation workbench. {task.card_outputs(manifest["label_names"])}
@@ -159,7 +161,7 @@ Trained with the adaptation workbench. {task.card_outputs(manifest["label_names"
 - Quantization of the base during training: {manifest["quant"]}
 - Epochs {cfg.effective_epochs}, learning rate {cfg.effective_lr}, batch size {cfg.batch_size},
   max length {cfg.max_length}, seed {cfg.seed}
-{autotune_lines(summary)}
+{task_lines}{autotune_lines(summary)}
 ## Method settings
 | setting | value |
 |---|---|

@@ -61,6 +61,7 @@ def write_common(
         "model_type": info.model_type,
         "quant": cfg.quant,
         "task": data.task.key,
+        "task_config": data.task.settings_dict(),  # the run's task settings: a reload reads as it did
         "label_names": data.label_names,
         "max_length": cfg.max_length,
         "text_column": data.mapping.text,

@@ -94,6 +94,7 @@ def prepare(
     max_rows: int | None = None,
     task: str | None = None,
     options: tuple[str, str, str] = ("text_column", "text_pair_column", "label_column"),
+    task_config: dict[str, Any] | None = None,
 ) -> PreparedData:
     """Load, validate, make the task's targets, then split (stratified, seeded) or use ``eval_path``.
 
@@ -105,14 +106,15 @@ def prepare(
     split gives every stratum (class, score bin) at least one eval row; ``max_train_samples``
     then keeps a stratified subset of the train side only. A file with more than ``max_rows``
     rows is a DataError before any other check of it. ``options``: the names the columns were
-    chosen by, for messages (``--tags-column``'s is ``tags_column``). Pure: reads the files,
-    writes nothing.
+    chosen by, for messages (``--tags-column``'s is ``tags_column``). ``task_config``: the task's
+    own settings (``Task.configured``). Pure: reads the files, writes nothing.
     """
     _check_options(eval_path, eval_fraction, max_train_samples)
     warnings: list[str] = []
     chosen = (text_column, text_pair_column, label_column)
     spec, pool = _read_train(path, chosen, options, max_rows, drop_invalid, warnings)
     kind = registry.resolve(task, pool.names, pool.numeric, pool.sequences, path_name(path))
+    kind = kind.configured(task_config)  # the run's task settings (the tag scheme...), checked
     column = spec.mapping.label
     pool = drop_unreadable(kind, pool, spec.name, column, drop_invalid, warnings)
     pool = normalised(kind, pool, spec.name, warnings)

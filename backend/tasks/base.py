@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 from backend.cells import sorted_label_names
+from backend.errors import ConfigError
+from backend.knobs import check_range, fields_info, unknown_settings
 
 if TYPE_CHECKING:  # torch, sklearn and scipy load inside the methods: the web app starts without them
     import numpy as np
@@ -27,6 +31,11 @@ class Inference:
     batch_size: int = 64
     group_by_length: bool = True
     forward: Callable[[list[int]], Any] | None = None
+
+
+@dataclass(frozen=True)
+class NoSettings:
+    """The settings of a task that has none of its own."""
 
 
 class Task(ABC):
@@ -50,6 +59,38 @@ class Task(ABC):
     auto_class: ClassVar[str] = "AutoModelForSequenceClassification"  # the head's transformers class
     # the model card's last lines after ``out = model(**enc)``: what the output means
     card_output: ClassVar[str]
+
+    # A task's own settings (a dataclass of ``knob`` fields, as a method's Config): the UI's
+    # controls, the CLI's flags and validation are made from them. ``settings`` holds a run's
+    # values on the copy ``configured`` makes; the registry's instance has the defaults.
+    settings_cls: ClassVar[type] = NoSettings
+    settings: Any = NoSettings()
+
+    def configured(self, values: Mapping[str, Any] | None) -> Self:
+        """This task with a run's settings (``task_config``), checked: a setting the task does not
+        have, or a value out of its range, is a ConfigError that names it."""
+        values = dict(values or {})
+        unknown = unknown_settings(self.settings_cls, values)
+        if unknown:
+            own = ", ".join(f["name"] for f in fields_info(self.settings_cls)) or "none"
+            raise ConfigError(
+                f"the task '{self.key}' has no setting {', '.join(repr(u) for u in unknown)} "
+                f"(its settings: {own})"
+            )
+        try:
+            settings = self.settings_cls(**values)
+        except TypeError as exc:  # a value of the wrong kind for the dataclass
+            raise ConfigError(f"the task '{self.key}': {exc}") from None
+        check_range(settings)
+        if settings == self.settings:
+            return self  # the registry's instance stays the task of a run at its defaults
+        task = copy.copy(self)
+        task.settings = settings
+        return task
+
+    def settings_dict(self) -> dict[str, Any]:
+        """The run's task settings as stored with it (``task_config``), after any "auto" choice."""
+        return dataclasses.asdict(self.settings)
 
     def normalise(self, names: list[str], source: str) -> tuple[list[str], list[str]]:
         """The label cells as the task reads them (IOB1 tags made IOB2), with what to say about

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from backend.errors import ConfigError, DataError
 from backend.tasks.base import Task
 from backend.tasks.classification import Classification
@@ -60,6 +62,11 @@ def resolve(
             f"{' or '.join(repr(t.key) for t in kinds)} (or '{AUTO}')."
         )
     return task
+
+
+def of_manifest(manifest: dict[str, Any]) -> Task:
+    """A saved run's task with the settings it trained with (runs before task settings: none)."""
+    return get(manifest.get("task")).configured(manifest.get("task_config"))
 
 
 def all_tasks() -> tuple[Task, ...]:

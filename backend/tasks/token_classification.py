@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -21,6 +22,7 @@ import numpy as np
 from backend.catalogue import label_kwargs
 from backend.cells import listing
 from backend.errors import ConfigError, DataError
+from backend.knobs import knob
 from backend.tasks import tag_schemes as ts
 from backend.tasks.base import Task, chart
 from backend.tasks.token_scores import SentenceCounts, counts_metric, ratio_interval
@@ -32,7 +34,6 @@ from backend.tasks.token_tags import (
     pad_targets,
     per_tag,
     predicted_tags,
-    scheme_of,
     sentence_frame,
     spans,
     word_tags,
@@ -46,6 +47,23 @@ if TYPE_CHECKING:
 WORD_RE = re.compile(r"\w+(?:[-'’]\w+)*|[^\w\s]", re.UNICODE)
 
 
+AUTO_SCHEME = "auto"
+SCHEMES = (AUTO_SCHEME, ts.IOB2, ts.IOB1, ts.IOBES, ts.PLAIN)
+
+
+@dataclass(frozen=True)
+class TagSettings:
+    tag_scheme: str = knob(
+        AUTO_SCHEME,
+        "Tag scheme",
+        "How the tags mark entities. auto: read from the tags (IOB1 is converted to IOB2; tags "
+        "without B-/I- prefixes, as part of speech, are scored per word). Name one when auto reads "
+        "your tags wrongly; plain scores every tag per word, never as entities.",
+        choices=SCHEMES,
+        choice_labels=("auto (from the tags)", "IOB2", "IOB1 (made IOB2)", "IOBES", "plain (per word)"),
+    )
+
+
 class TokenClassification(Task):
     key = "token-classification"
     label = "Token classification"
@@ -55,6 +73,8 @@ class TokenClassification(Task):
     baseline_label = "every word 'O' (or the most frequent tag)"
     peft_task_type = "TOKEN_CLS"
     sequences = True
+    settings_cls = TagSettings
+    settings = TagSettings()
     auto_class = "AutoModelForTokenClassification"
     card_output = (
         "logits = getattr(out, 'logits', out)[:, -enc['input_ids'].shape[1]:]  # no virtual tokens\n"
@@ -78,7 +98,10 @@ class TokenClassification(Task):
 
     def normalise(self, names: list[str], source: str) -> tuple[list[str], list[str]]:
         sentences = [n.split(" ") for n in names]
-        scheme, notes = ts.detect(sentences), []
+        chosen = self.settings.tag_scheme
+        scheme, notes = ts.detect(sentences) if chosen == AUTO_SCHEME else chosen, []
+        if chosen != AUTO_SCHEME:
+            check_prefixes(sentences, chosen, source)
         if scheme == ts.IOB1:
             notes.append(f"{source}: the tags are IOB1 (I- starts an entity); they were converted to IOB2.")
             return [" ".join(ts.to_iob2(s)) for s in sentences], notes
@@ -91,8 +114,16 @@ class TokenClassification(Task):
             )
         return names, notes
 
+    def scheme(self, label_names: list[str]) -> str:
+        """The scheme a run scores by: the one chosen (IOB1's tags were made IOB2 on reading),
+        else the one its tag set shows."""
+        chosen = self.settings.tag_scheme
+        if chosen == AUTO_SCHEME:
+            return ts.detect([label_names])
+        return ts.IOB2 if chosen == ts.IOB1 else chosen
+
     def primary_of(self, label_names: list[str]) -> str:
-        return "token_accuracy" if scheme_of(label_names) == ts.PLAIN else "entity_f1"
+        return "token_accuracy" if self.scheme(label_names) == ts.PLAIN else "entity_f1"
 
     def label_names(
         self, names: list[str], numeric: bool, rows: list[int], column: str, source: str, splitting: bool
@@ -197,7 +228,7 @@ class TokenClassification(Task):
 
     def metrics(self, true: np.ndarray, outputs: np.ndarray, label_names: list[str]) -> dict[str, Any]:
         gold, predicted = word_tags(true, outputs, label_names)
-        scheme = scheme_of(label_names)
+        scheme = self.scheme(label_names)
         words = [(g, p) for gs, ps in zip(gold, predicted, strict=True) for g, p in zip(gs, ps, strict=True)]
         metrics: dict[str, Any] = {
             "entity_f1": None, "entity_precision": None, "entity_recall": None, "entity_macro_f1": None,
@@ -214,7 +245,7 @@ class TokenClassification(Task):
     def score(self, true: np.ndarray, outputs: np.ndarray, label_names: list[str] | None = None) -> float:
         """Without the tag names (a caller that only has ids) the scheme is unknown: word accuracy."""
         counts = SentenceCounts.of(
-            *word_tags(true, outputs, label_names), scheme_of(label_names) if label_names else None
+            *word_tags(true, outputs, label_names), self.scheme(label_names) if label_names else None
         )
         return float(counts_metric(counts.true, counts.predicted, -1))
 
@@ -273,7 +304,7 @@ class TokenClassification(Task):
     def prediction_items(self, outputs: np.ndarray, label_names: list[str]) -> list[dict[str, Any]]:
         """Each text's tags and entities (word offsets), and a line that says them."""
         tags = predicted_tags(outputs, label_names)
-        plain = scheme_of(label_names) == ts.PLAIN
+        plain = self.scheme(label_names) == ts.PLAIN
         items = []
         for row_tags, entities, probs in zip(tags, spans(tags, label_names), outputs, strict=True):
             named = ", ".join(f"{e['type']} (words {e['start'] + 1}-{e['end']})" for e in entities)
@@ -291,14 +322,14 @@ class TokenClassification(Task):
         (entities missed or wrong; words, for part of speech: error analysis's order), both
         sides' entities (JSON) and ``plain`` (tags without entities: drawn under each word)."""
         gold, predicted = word_tags(self.truth(targets), outputs, label_names)
-        return sentence_frame(gold, predicted, scheme_of(label_names))
+        return sentence_frame(gold, predicted, self.scheme(label_names))
 
     def target_names(self, targets: list[Any], label_names: list[str]) -> list[str]:
         return [" ".join(label_names[t] for t in tags) for tags in targets]
 
     def intervals(self, true: np.ndarray, outputs: np.ndarray, label_names: list[str]) -> dict[str, Any]:
         gold, predicted = word_tags(true, outputs, label_names)
-        counts = SentenceCounts.of(gold, predicted, scheme_of(label_names))
+        counts = SentenceCounts.of(gold, predicted, self.scheme(label_names))
         return {"score": self.score(true, outputs, label_names), "score_ci": list(ratio_interval(counts))}
 
     def scoring(self, runs: list[tuple[str, Any]]) -> tuple[np.ndarray, dict[str, np.ndarray], Any, str]:
@@ -373,3 +404,26 @@ class TokenClassification(Task):
             f"{k.replace('_', '-')} {metrics[k]:.4f}" for k in self.headline if metrics.get(k) is not None
         )
         return f"{shown} eval loss {metrics['eval_loss']:.4f}"
+
+
+def check_prefixes(sentences: list[list[str]], scheme: str, source: str) -> None:
+    """A DataError when the tags use a prefix the chosen scheme does not have (E-/S- under IOB,
+    or no prefix at all under an entity scheme); plain takes any tags."""
+    iob = {"", "B", "I"}
+    allowed = {ts.IOB2: iob, ts.IOB1: iob, ts.IOBES: iob | {"E", "S"}}.get(scheme)
+    if allowed is None:
+        return
+    prefixes = {ts.split_tag(t)[0] for s in sentences for t in s}
+    if not prefixes - {""}:
+        raise DataError(
+            f"{source}: no tag has a B-/I- prefix, so the tags mark no entities under {scheme}; choose "
+            "the tag scheme 'plain' (scored per word) or 'auto'."
+        )
+    extra = sorted(prefixes - allowed)
+    if extra:
+        found = next(t for s in sentences for t in s if ts.split_tag(t)[0] in extra)
+        raise DataError(
+            f"{source}: the tag {found!r} has a prefix ({', '.join(p + '-' for p in extra)}) that {scheme} "
+            f"does not use; choose the tag scheme {ts.IOBES if set(extra) <= {'E', 'S'} else 'plain'} or "
+            "'auto'."
+        )

@@ -9,8 +9,8 @@ from typing import Any
 from backend.catalogue import DEFAULT_MODEL
 from backend.data.prepare import PreparedData, prepare
 from backend.errors import ConfigError
+from backend.knobs import check_range, knob, unknown_settings
 from backend.methods import registry
-from backend.methods.base import check_range, knob, unknown_settings
 from backend.tasks import registry as tasks
 
 QUANT_CHOICES = ("none", "8bit", "4bit")
@@ -94,6 +94,8 @@ class TrainConfig:
         "The offline default, a folder in models_cache/, or a Hugging Face hub id (needs internet).",
     )
     method_config: dict[str, Any] = field(default_factory=dict)
+    # the task's own settings (``Task.settings_cls``: the tag scheme...), checked against the task
+    task_config: dict[str, Any] = field(default_factory=dict)
     quant: str = knob(
         "none",
         "Quantization",
@@ -228,6 +230,7 @@ def validate(cfg: TrainConfig) -> None:
     """
     spec = registry.get(cfg.method)
     cfg.method_settings()
+    check_task_settings(cfg.task, cfg.task_config)
     cfg.epochs = parse_auto("epochs", cfg.epochs, int)
     cfg.lr = parse_auto("learning rate", cfg.lr, float)
     check_range(cfg)
@@ -240,6 +243,18 @@ def validate(cfg: TrainConfig) -> None:
         raise ConfigError(f"{spec.label} cannot train with gradient checkpointing; set it to 'auto' or 'off'")
     if cfg.device not in ("auto", "cpu") and not cfg.device.startswith("cuda"):
         raise ConfigError(f"device must be auto, cpu or cuda[:N], not '{cfg.device}'")
+
+
+def check_task_settings(task: str, values: dict[str, Any]) -> None:
+    """A named task's settings are checked against it; with "auto" each must be some task's (the
+    task the data turns out to be checks them again when the data is read)."""
+    if task not in (tasks.AUTO, None, ""):
+        tasks.get(task).configured(values)
+        return
+    known = {f.name for t in tasks.all_tasks() for f in dataclasses.fields(t.settings_cls)}
+    unknown = sorted(set(values) - known)
+    if unknown:
+        raise ConfigError(f"no task has the setting(s) {', '.join(repr(u) for u in unknown)}")
 
 
 def load_data(cfg: TrainConfig, *, max_rows: int | None = None) -> PreparedData:
@@ -269,4 +284,5 @@ def load_data(cfg: TrainConfig, *, max_rows: int | None = None) -> PreparedData:
         max_train_samples=cfg.max_train_samples,
         max_rows=max_rows,
         options=(text_option, "text_pair_column", label_option),
+        task_config=cfg.task_config,
     )

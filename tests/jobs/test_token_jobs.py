@@ -90,3 +90,23 @@ def test_token_jobs_train_compare_and_explain_their_errors(
     note = evaluation_note(jobs[0], evaluated, bench.get_job(jobs[0])["headline"])
     assert f"entity-f1 {evaluated['entity_f1']:.4f}" in note
     assert bench.predictions(jobs[0], dataset_id=other["id"])["kind"] == "tags"
+
+
+def test_the_train_forms_task_settings_reach_the_job_of_that_task(bench: Workbench, tmp_path: Path) -> None:
+    """``/launch``'s task_settings hold every task's; a job takes its own task's (with "auto",
+    the task its data is), and a named task refuses another's settings with nothing queued."""
+    endpoints = Endpoints(bench)
+    tokens = bench.register_dataset(write_jsonl(tmp_path / "ner.jsonl", sentences(40, 3)))
+    labels = bench.register_dataset(write_csv(tmp_path / "labels.csv", sentiment_rows(40)))
+    chosen = {"token-classification": {"tag_scheme": "plain"}}
+    token_job = endpoints.launch(tokens["id"], "lora", task_settings=chosen)
+    label_job = endpoints.launch(labels["id"], "lora", task_settings=chosen)
+    assert bench.get_job(token_job["id"])["config"]["task_config"] == {"tag_scheme": "plain"}
+    assert bench.get_job(label_job["id"])["config"]["task_config"] == {}
+    queued = len(bench.list_jobs())
+    with pytest.raises(ConfigError, match="task_settings must map each task key to its settings"):
+        endpoints.launch(tokens["id"], "lora", task_settings={"token-classification": "plain"})  # type: ignore[dict-item]
+    named = {"classification": {"tag_scheme": "IOB2"}}
+    with pytest.raises(ConfigError, match="'classification' has no setting 'tag_scheme'"):
+        endpoints.launch(labels["id"], "lora", task="classification", task_settings=named)
+    assert len(bench.list_jobs()) == queued

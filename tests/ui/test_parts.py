@@ -17,7 +17,7 @@ from backend.settings import PROJECT_ROOT, Settings
 from service.api import Workbench
 from ui import charts, tables
 from ui.callers import as_id
-from ui.forms import build_method_forms, coerce, control_for
+from ui.forms import MethodForms, build_method_forms, build_task_forms, coerce, control_for
 from ui.server import (
     AUTH_ON_COMMAND_LINE,
     _launch,
@@ -404,6 +404,34 @@ def test_a_doubted_learning_rate_is_marked_on_the_run_page_and_in_compare() -> N
     assert plain["Learning rate"] == "1e-02 (auto)" and doubt not in plain["Note"]
 
 
+def test_task_settings_have_their_forms_shown_for_their_task_or_auto(
+    methods: list[dict[str, Any]], tmp_path: Path
+) -> None:
+    """The Train tab's task settings are generated from the tasks' metadata, a group per task
+    that has settings, shown while the Task choice is that task or auto; a handler's values end
+    with them and come back as settings by task key."""
+    from ui.tabs.train_common import COMMON_SETTINGS, split_values
+
+    data = tmp_path / "data"
+    bench = Workbench(Settings(data_dir=data, models_cache=Settings.from_env().models_cache,
+                               db_url=f"sqlite:///{data / 'w.db'}"))  # fmt: skip
+    tasks = bench.list_tasks()
+    with gr.Blocks():
+        forms = build_method_forms(methods, "lora")
+        task_forms = build_task_forms(tasks, auto="auto")
+    with_settings = [t["key"] for t in tasks if t["fields"]]
+    assert list(task_forms.groups) == with_settings == ["token-classification"]
+    assert [u["visible"] for u in task_forms.visibility("auto")] == [True]
+    assert [u["visible"] for u in task_forms.visibility("token-classification")] == [True]
+    assert [u["visible"] for u in task_forms.visibility("classification")] == ["hidden"]
+    scheme = task_forms.controls[0]
+    assert (scheme.name, scheme.component.label) == ("tag_scheme", "Tag scheme")
+    values = [None] * COMMON_SETTINGS + [c.component.value for c in forms.controls] + ["plain"]
+    controls, by_task = split_values(values, forms, task_forms)
+    assert len(controls) == len(forms.controls)
+    assert by_task == {"token-classification": {"tag_scheme": "plain"}}
+
+
 def test_filled_settings_survive_the_method_change_firing_twice(
     methods: list[dict[str, Any]], tmp_path: Path
 ) -> None:
@@ -420,7 +448,7 @@ def test_filled_settings_survive_the_method_change_firing_twice(
     )
     with gr.Blocks():
         forms = build_method_forms(methods, "lora")
-    handlers = _Handlers(Endpoints(bench), forms)
+    handlers = _Handlers(Endpoints(bench), forms, MethodForms(methods=[]))
     lora = next(m["label"] for m in methods if m["key"] == "lora")
     keep: Any = {"method": "lora", "epochs": 2, "lr": 0.003}
     for _ in range(2):  # the state output, when not a skip, is what the next call gets

@@ -22,6 +22,7 @@ from ui.tabs.train_common import (
     epochs_value,
     lr_value,
     run_settings,
+    split_values,
 )
 from ui.tabs.train_facts import wire_model_facts
 from ui.tabs.train_reuse import HOLD_OUT, filled_values
@@ -40,9 +41,10 @@ class TrainTab:
 class _Handlers:
     """Event handlers; each returns values for its outputs and shows problems inline."""
 
-    def __init__(self, endpoints: Endpoints, forms: MethodForms) -> None:
+    def __init__(self, endpoints: Endpoints, forms: MethodForms, task_forms: MethodForms) -> None:
         self.endpoints = endpoints
         self.forms = forms
+        self.task_forms = task_forms
 
     def method_changed(self, label: str, keep: dict[str, Any] | None) -> list[Any]:
         """Show the method's controls, description and defaults (``keep``: the epochs and lr
@@ -60,11 +62,11 @@ class _Handlers:
     def use_run(self, job_id: int | None, label: str) -> list[Any]:
         """Every control set from job ``job_id``'s settings; the request is then cleared."""
         # use, origin, keep, dataset, eval dataset, method, the settings, the message
-        outputs = 7 + COMMON_SETTINGS + len(self.forms.controls)
+        outputs = 7 + COMMON_SETTINGS + len(self.forms.controls) + len(self.task_forms.controls)
         if job_id is None:
             return [gr.skip()] * outputs
         try:
-            keep, values = filled_values(self.endpoints, self.forms, int(job_id))
+            keep, values = filled_values(self.endpoints, self.forms, self.task_forms, int(job_id))
         except Exception as exc:  # noqa: BLE001 - e.g. the run was deleted meanwhile
             return [gr.skip()] * (outputs - 1) + [problem(exc, "reading the run's settings")]
         if values[2] == label:
@@ -147,14 +149,15 @@ class _Handlers:
     ) -> dict[str, Any]:
         if not dataset_id:
             raise ConfigError("choose the training data first (upload a file on the Data tab)")
-        config = self.forms.method_config(key, values[COMMON_SETTINGS:])
+        own, task_settings = split_values(values, self.forms, self.task_forms)
         return self.endpoints.launch(
             dataset_id,
             key,
-            config,
+            self.forms.method_config(key, own),
             eval_dataset_id=eval_id or None,
             name=name,
             rerun_of=rerun_of,
+            task_settings=task_settings,
             **run_settings(values),
         )
 
@@ -187,7 +190,7 @@ def build_train_tab(
     launch_message = gr.Markdown(elem_id="launch-message")
     sweep_form = build_sweep_forms(methods)
 
-    h, launched = _Handlers(endpoints, forms), gr.State(None)
+    h, launched = _Handlers(endpoints, forms, common.task_forms), gr.State(None)
     # use: a job id whose settings to take; origin: the last such job (the launch's lineage);
     # keep: the epochs and lr just filled, which picking the method must not reset
     use, origin, keep = gr.State(None), gr.State(None), gr.State(None)
@@ -220,14 +223,15 @@ def build_train_tab(
     gr.on([c.change for c in plan_changes], h.plan, plan_inputs, [plan], trigger_mode="always_last", **quiet)
     demo.load(h.plan, plan_inputs, [plan], **quiet)
     private: dict[str, Any] = {"api_visibility": "private"}
-    settings = [*common.components(), *forms.components]
+    settings = [*common.components(), *forms.components, *common.task_forms.components]
     launch.click(
         h.launch,
         [origin, dataset, eval_dataset, name, method, *settings],
         [launch_message, launched],
         **private,
     )
-    wire_sweeps(sweep_form, SweepHandlers(endpoints, forms), [dataset, eval_dataset, name, method], settings)
+    sweeps = SweepHandlers(endpoints, forms, common.task_forms)
+    wire_sweeps(sweep_form, sweeps, [dataset, eval_dataset, name, method], settings)
     filled = [use, origin, keep, dataset, eval_dataset, method, *settings, launch_message]
     use.change(h.use_run, [use, method], filled, **quiet)
     for state in (selected, eval_selected):

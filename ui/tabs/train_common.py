@@ -10,7 +10,7 @@ from typing import Any
 import gradio as gr
 
 from ui.endpoints import Endpoints
-from ui.forms import control_for
+from ui.forms import MethodForms, build_task_forms, control_for
 
 
 @dataclass
@@ -30,6 +30,8 @@ class Common:
     gradient_checkpointing: gr.Radio
     task: gr.Radio  # what the model outputs: auto (from the label column) or a task named
     facts: gr.Markdown  # the chosen model's size, kind and memory (ui.tabs.train_facts); no setting
+    # the tasks' own settings (the tag scheme...): their controls come after the method's
+    task_forms: MethodForms
 
     def components(self) -> list[Any]:
         return [
@@ -58,6 +60,15 @@ def epochs_value(auto: bool, epochs: float | None) -> int | str:
 
 def lr_value(auto: bool, lr: float | None) -> float | str:
     return "auto" if auto or not lr else float(lr)
+
+
+def split_values(
+    values: tuple[Any, ...] | list[Any], forms: MethodForms, task_forms: MethodForms
+) -> tuple[list[Any], dict[str, dict[str, Any]]]:
+    """A handler's ``values`` (common settings, the method controls, the task controls) as the
+    method controls' values and the tasks' settings by task key (``/launch``'s task_settings)."""
+    end = COMMON_SETTINGS + len(forms.controls)
+    return list(values[COMMON_SETTINGS:end]), task_forms.all_configs(values[end:])
 
 
 def run_settings(values: tuple[Any, ...] | list[Any]) -> dict[str, Any]:
@@ -139,7 +150,13 @@ def common_settings(endpoints: Endpoints, method: dict[str, Any]) -> Common:
         grouped = control_for(setting["group_by_length"])
         checkpointing = control_for(setting["gradient_checkpointing"])
     task = control_for(setting["task"], elem_id="train-task")
+    task_forms = build_task_forms(endpoints.tasks, auto=setting["task"]["default"])
+    if task_forms.groups:
+        task.change(
+            task_forms.visibility, [task], list(task_forms.groups.values()),
+            api_visibility="private", show_progress="hidden",
+        )  # fmt: skip
     return Common(
         model, epochs_auto, epochs, lr_auto, lr, batch, max_length, quant, precision, grouped, checkpointing,
-        task, facts,
+        task, facts, task_forms,
     )  # fmt: skip

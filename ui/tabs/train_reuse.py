@@ -24,9 +24,11 @@ def auto_pair(value: Any) -> tuple[bool, Any]:
     return (True, gr.skip()) if value in (None, "auto") else (False, value)
 
 
-def filled_values(endpoints: Endpoints, forms: MethodForms, job_id: int) -> tuple[dict[str, Any], list[Any]]:
+def filled_values(
+    endpoints: Endpoints, forms: MethodForms, task_forms: MethodForms, job_id: int
+) -> tuple[dict[str, Any], list[Any]]:
     """(what ``method_changed`` must keep, values for [dataset, eval dataset, method, *common,
-    *method controls])."""
+    *method controls, *task controls])."""
     job = endpoints.api.get_job(int(job_id), log_tail=0)
     config = job["config"]
     method = endpoints.method(config["method"])
@@ -50,6 +52,12 @@ def filled_values(endpoints: Endpoints, forms: MethodForms, job_id: int) -> tupl
     controls = [
         own[c.name] if c.method == method["key"] and c.name in own else gr.skip() for c in forms.controls
     ]
+    # the run's task settings go to its task's controls (its task: what "auto" found, stored)
+    task_own = config.get("task_config") or {}
+    task_controls = [
+        task_own[c.name] if c.method == config.get("task") and c.name in task_own else gr.skip()
+        for c in task_forms.controls
+    ]
     # Picking the method resets epochs and lr to its defaults; this tells that handler not to.
     keep = {"method": method["key"], "epochs": None if epochs_auto else epochs, "lr": None if lr_auto else lr}
     choices = dataset_choices(endpoints)
@@ -61,4 +69,4 @@ def filled_values(endpoints: Endpoints, forms: MethodForms, job_id: int) -> tupl
             value=job["eval_dataset_id"] if job["eval_dataset_id"] in known else 0,
         ),
     ]
-    return keep, [*datasets, method["label"], *common, *controls]
+    return keep, [*datasets, method["label"], *common, *controls, *task_controls]

@@ -13,7 +13,7 @@ from backend.errors import ConfigError
 from ui.endpoints import Endpoints
 from ui.feedback import done, problem
 from ui.forms import MethodForms
-from ui.tabs.train_common import COMMON_SETTINGS, run_settings
+from ui.tabs.train_common import run_settings, split_values
 
 GRID, SEARCH = "Grid", "Search (Optuna)"
 
@@ -68,9 +68,10 @@ def build_sweep_forms(methods: list[dict[str, Any]]) -> SweepForms:
 
 
 class SweepHandlers:
-    def __init__(self, endpoints: Endpoints, forms: MethodForms) -> None:
+    def __init__(self, endpoints: Endpoints, forms: MethodForms, task_forms: MethodForms) -> None:
         self.endpoints = endpoints
         self.forms = forms
+        self.task_forms = task_forms
 
     def sweep(
         self,
@@ -91,8 +92,14 @@ class SweepHandlers:
             if not dataset_id:
                 raise ConfigError("choose the training data first (upload a file on the Data tab)")
             key = self.endpoints.method(label)["key"]
-            own = self.forms.method_config(key, values[COMMON_SETTINGS:])
-            common = {"eval_dataset_id": eval_id or None, "name": name, **run_settings(values)}
+            controls, task_settings = split_values(values, self.forms, self.task_forms)
+            own = self.forms.method_config(key, controls)
+            common = {
+                "eval_dataset_id": eval_id or None,
+                "name": name,
+                "task_settings": task_settings,
+                **run_settings(values),
+            }
             if kind == GRID:
                 axes = [a.strip() for a in (axis1, axis2) if a and a.strip()]
                 if not axes:
@@ -123,12 +130,14 @@ class SweepHandlers:
             if not labels:
                 raise ConfigError("tick at least one method to compare")
             keys = [self.endpoints.method(label)["key"] for label in labels]
-            configs = self.forms.all_configs(values[COMMON_SETTINGS:])
+            controls, task_settings = split_values(values, self.forms, self.task_forms)
+            configs = self.forms.all_configs(controls)
             result = self.endpoints.launch_sweep(
                 dataset_id,
                 methods=keys,
                 method_settings={k: configs[k] for k in keys},
                 eval_dataset_id=eval_id or None,
+                task_settings=task_settings,
                 **run_settings(values),
             )
         except Exception as exc:  # noqa: BLE001
