@@ -56,16 +56,16 @@ def final_fields(summary: dict[str, Any], out_dir: Path) -> dict[str, Any]:
     metrics_file = out_dir / "metrics.json"
     best = json.loads(metrics_file.read_text()).get("best") if metrics_file.is_file() else None
     evaluation = None
+    task = tasks.get(summary.get("task"))
     if best:
-        # the per-class table (a tag-per-word run's: per entity type, or per tag)
-        per_class = best.get("per_class") or best.get("per_entity") or {}
+        # the task's table per output (per class; a tag-per-word run's: per entity type, or per tag)
+        per_class = task.per_output(best)
         evaluation = {
             "labels": list(per_class),
             "per_class": per_class,
             "confusion_matrix": best.get("confusion_matrix"),
             "best_epoch": best.get("epoch"),
         }
-    task = tasks.get(summary.get("task"))
     baseline = summary.get(task.baseline_key) or {}
     return {
         **values,

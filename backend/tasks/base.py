@@ -405,6 +405,11 @@ class Task(ABC):
         shown = " ".join(f"{name.replace('_', '-')} {metrics[name]:.4f}" for name in self.headline)
         return f"{shown} eval loss {metrics['eval_loss']:.4f}"
 
+    def per_output(self, metrics: dict[str, Any]) -> dict[str, dict[str, Any]]:
+        """The table per output of an evaluation's metrics ({name: {precision, recall, f1,
+        support}}): Compare's per-class F1 chart and the report read it. Per class by default."""
+        return metrics.get("per_class") or {}
+
     def headline_of(self, metrics: dict[str, Any]) -> dict[str, Any]:
         """The summary's keys from the best evaluation's metrics."""
         return {name: metrics.get(name) for name in self.headline}

@@ -395,6 +395,10 @@ class TokenClassification(Task):
     def card_outputs(self, label_names: list[str]) -> str:
         return f"Tags per word: {', '.join(label_names)}."
 
+    def per_output(self, metrics: dict[str, Any]) -> dict[str, dict[str, Any]]:
+        """Per entity type (per tag for tags without entities)."""
+        return metrics.get("per_entity") or {}
+
     def headline_of(self, metrics: dict[str, Any]) -> dict[str, Any]:
         """The headline metrics and the per-type table (per tag, for part of speech)."""
         return {**super().headline_of(metrics), "per_entity": metrics.get("per_entity")}

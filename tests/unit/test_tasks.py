@@ -76,3 +76,16 @@ def test_each_task_filters_and_sorts_its_own_error_rows() -> None:
     tag_task = registry.get("token-classification")
     assert tag_task.view_kind == "tags"
     assert tag_task.error_rows(sentences, True, None, None, "confidence_desc")["errors"].tolist() == [3, 1]
+
+
+def test_each_task_gives_its_own_table_per_output() -> None:
+    """``Task.per_output``: the table Compare's per-class chart and the job row read, from an
+    evaluation's metrics (classes; entity types for a tag per word; none for a score)."""
+    labels, tags = registry.get("classification"), registry.get("token-classification")
+    y = np.array([0, 1, 1, 0])
+    best = labels.metrics(y, np.eye(2)[[0, 1, 0, 0]], ["neg", "pos"])
+    assert set(labels.per_output(best)) == {"neg", "pos"}
+    assert labels.per_output(best)["pos"]["recall"] == pytest.approx(0.5)
+    entity = {"per_entity": {"PER": {"f1": 0.5}}, "per_class": {"O": {"f1": 1.0}}}
+    assert tags.per_output(entity) == {"PER": {"f1": 0.5}}  # its own table, not another's
+    assert registry.get("regression").per_output({"spearman": 0.3}) == {}
