@@ -113,7 +113,7 @@ def prepare(
     warnings: list[str] = []
     chosen = (text_column, text_pair_column, label_column)
     spec, pool = _read_train(path, chosen, options, max_rows, drop_invalid, warnings)
-    kind = registry.resolve(task, pool.names, pool.numeric, pool.sequences, path_name(path))
+    kind = registry.resolve(task, pool.names, pool.numeric, pool.reader.cells, path_name(path))
     kind = kind.configured(task_config)  # the run's task settings (the tag scheme...), checked
     column = spec.mapping.label
     pool = drop_unreadable(kind, pool, spec.name, column, drop_invalid, warnings)
@@ -154,7 +154,7 @@ def drop_unreadable(
     names, rows = [usable.names[i] for i in keep], [usable.rows[i] for i in keep]
     texts = [usable.texts[i] for i in keep]
     return UsableRows(
-        texts, pairs, names, rows, usable.numeric, usable.missing, usable.dropped + len(bad), usable.sequences
+        texts, pairs, names, rows, usable.numeric, usable.missing, usable.dropped + len(bad), usable.reader
     )
 
 
@@ -197,7 +197,7 @@ def _read_eval(
     warnings.extend(df.attrs.get("warnings", []))
     check_mapped_columns(df, mapping, name)
     usable = check_usable(df, mapping, name, drop_invalid, warnings)
-    registry.resolve(task.key, usable.names, usable.numeric, usable.sequences, name)  # same kind of data
+    registry.resolve(task.key, usable.names, usable.numeric, usable.reader.cells, name)  # same kind of data
     usable = drop_unreadable(task, usable, name, mapping.label, drop_invalid, warnings)
     usable = normalised(task, usable, name, warnings)
     warnings.extend(task.eval_warnings(usable.names, usable.rows, label_names, mapping.label, name))

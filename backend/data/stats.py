@@ -75,7 +75,7 @@ def summarize(
     ``token_sample`` of them (``token_lengths_sampled`` says how many when it is one).
     """
     usable = usable_rows(df, mapping, source_name)
-    task = tasks.resolve(None, usable.names, usable.numeric, usable.sequences)
+    task = tasks.resolve(None, usable.names, usable.numeric, usable.reader.cells)
     char_lengths = [len(t) for t in usable.texts]
     if usable.pairs is not None:
         char_lengths = [n + len(p) for n, p in zip(char_lengths, usable.pairs, strict=True)]

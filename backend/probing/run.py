@@ -96,7 +96,7 @@ def layer_features(ctx: RunContext, pcfg: Config) -> Features:
 
 def _pooling(ctx: RunContext, pcfg: Config) -> str:
     """A per-token task's features are each word's first sub-word (no pooling)."""
-    return "words" if ctx.data.task.sequences else pcfg.pooling
+    return "words" if ctx.data.task.per_word else pcfg.pooling
 
 
 @dataclass
@@ -112,7 +112,7 @@ class Targets:
 
 def head_targets(ctx: RunContext) -> Targets:
     data = ctx.data
-    if not data.task.sequences:
+    if not data.task.per_word:
         return Targets(torch.tensor(data.train.labels), np.asarray(data.eval.labels), data.task)
 
     def words(split: Split) -> tuple[list[int], list[int]]:
@@ -215,7 +215,7 @@ def run_probe(ctx: RunContext) -> RunOutcome:
         **learning_check(top.best["score"], data, top.cfg, plan, top.search is not None),
     }
     eval_probs = targets.task.outputs(top.head.eval()(feats.eval[top.layer])).detach().numpy()
-    if isinstance(targets.task, WordRows):
+    if isinstance(targets.task, WordRows):  # words back into their sentences
         eval_probs = targets.task.pack(eval_probs)
     probe = {
         "layer": top.layer,
@@ -225,7 +225,7 @@ def run_probe(ctx: RunContext) -> RunOutcome:
         "in_features": ctx.info.hidden_size,
         "num_labels": outputs_of(data.task, data.label_names),
         "last_token": ctx.info.is_decoder,
-        "per_token": data.task.sequences,  # a tag per token: the head reads every position
+        "per_token": data.task.per_word,  # a tag per token: the head reads every position
     }
     state = {k: v.contiguous() for k, v in top.head.state_dict().items()}
     return RunOutcome(top.cfg, summary, top.best, history, eval_probs, probe=probe, head_state=state)

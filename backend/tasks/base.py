@@ -10,7 +10,7 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Self
 
-from backend.cells import sorted_label_names
+from backend.cells import as_list, normalize_labels, sorted_label_names
 from backend.errors import ConfigError
 from backend.knobs import check_range, fields_info, unknown_settings
 
@@ -55,7 +55,9 @@ class Task(ABC):
     baseline_label: ClassVar[str]  # what the trivial baseline does, e.g. "always the majority class"
     peft_task_type: ClassVar[str]  # peft.TaskType's name for this head
     baseline_key: ClassVar[str] = "baseline"  # where a run's summary keeps the baseline's scores
-    sequences: ClassVar[bool] = False  # a tag per word (token data) rather than a label per text
+    # a target (and an output) per word of a text rather than per text: a probe pools each word's
+    # first sub-word and trains its head on words (``backend.probing``)
+    per_word: ClassVar[bool] = False
     auto_class: ClassVar[str] = "AutoModelForSequenceClassification"  # the head's transformers class
     # the model card's last lines after ``out = model(**enc)``: what the output means
     card_output: ClassVar[str]
@@ -91,6 +93,38 @@ class Task(ABC):
     def settings_dict(self) -> dict[str, Any]:
         """The run's task settings as stored with it (``task_config``), after any "auto" choice."""
         return dataclasses.asdict(self.settings)
+
+    # The cells a row of this task's files holds, in words for messages. A file goes to the first
+    # task (in the registry's order) whose ``holds`` says the cells are its kind, which reads them
+    # (``read_cells``); tasks that read the same kind of cells may then train on the file.
+    cells: ClassVar[str] = "one label per text"
+
+    def holds(self, text_cells: list[Any], label_cells: list[Any]) -> bool:
+        """Whether a sample of a file's text and label cells is this task's kind: no list."""
+        return not any(as_list(v) is not None for v in (*text_cells, *label_cells))
+
+    def read_cells(
+        self,
+        text_cells: list[Any],
+        pair_cells: list[Any] | None,
+        label_cells: list[Any],
+        rows: list[int],
+        source: str,
+        columns: tuple[str, str],
+    ) -> tuple[list[str], list[str] | None, list[str], bool]:
+        """Each usable row's text, second text and label name as this task's rows hold them, and
+        whether every label is a whole number (``rows``: their 1-based numbers; ``columns``: the
+        text and label columns, for messages). 1, "1" and 1.0 are one label."""
+        names, numeric = normalize_labels(label_cells, rows, source, columns[1])
+        pairs = [str(v) for v in pair_cells] if pair_cells is not None else None
+        return [str(v) for v in text_cells], pairs, names, numeric
+
+    def cell_counts(self, names: list[str], numeric: bool) -> dict[str, int]:
+        """Usable rows per label name as a dataset's row stores them, in label-id order."""
+        from collections import Counter
+
+        counts = Counter(names)
+        return {name: counts[name] for name in sorted_label_names(names, numeric)}
 
     def normalise(self, names: list[str], source: str) -> tuple[list[str], list[str]]:
         """The label cells as the task reads them (IOB1 tags made IOB2), with what to say about

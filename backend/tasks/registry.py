@@ -43,22 +43,25 @@ def get(key: str | None) -> Task:
     raise ConfigError(f"unknown task '{key}'; choose one of: {AUTO}, {', '.join(keys())}")
 
 
-def resolve(
-    key: str | None, names: list[str], numeric: bool, sequences: bool = False, source: str = "the data"
-) -> Task:
+def reader(text_cells: list[Any], label_cells: list[Any]) -> Task:
+    """The task that reads a file whose text and label cells (a sample) are these: the first
+    whose kind of cells they are (``Task.holds``)."""
+    return next(t for t in _TASKS if t.holds(text_cells, label_cells))
+
+
+def resolve(key: str | None, names: list[str], numeric: bool, cells: str, source: str = "the data") -> Task:
     """The task ``key`` names, or for "auto" the first whose data the label column looks like.
 
-    ``sequences``: the rows are token data (a tag per word). A task named for the other kind
-    of data is a DataError that says which kind the file holds.
+    ``cells``: the kind of cells the file holds (``Task.cells`` of its reader). A task named for
+    another kind is a DataError that says which kind the file holds.
     """
     if key in (AUTO, None, ""):
-        return next(t for t in _TASKS if t.sequences == sequences and t.fits(names, numeric))
+        return next(t for t in _TASKS if t.cells == cells and t.fits(names, numeric))
     task = get(key)
-    if task.sequences != sequences:
-        kinds = [t for t in _TASKS if t.sequences == sequences]
-        held = "a tag per word (token data)" if sequences else "one label per text"
+    if task.cells != cells:
+        kinds = [t for t in _TASKS if t.cells == cells]
         raise DataError(
-            f"{source} holds {held}, which the task '{task.key}' cannot train on; choose "
+            f"{source} holds {cells}, which the task '{task.key}' cannot train on; choose "
             f"{' or '.join(repr(t.key) for t in kinds)} (or '{AUTO}')."
         )
     return task

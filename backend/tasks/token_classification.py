@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from backend.catalogue import label_kwargs
-from backend.cells import listing
+from backend.cells import as_list, label_text, listing
 from backend.errors import ConfigError, DataError
 from backend.knobs import knob
 from backend.tasks import tag_schemes as ts
@@ -72,7 +72,7 @@ class TokenClassification(Task):
     headline = ("entity_f1", "entity_precision", "entity_recall", "entity_macro_f1", "token_accuracy")
     baseline_label = "every word 'O' (or the most frequent tag)"
     peft_task_type = "TOKEN_CLS"
-    sequences = True
+    per_word = True
     settings_cls = TagSettings
     settings = TagSettings()
     auto_class = "AutoModelForTokenClassification"
@@ -84,8 +84,53 @@ class TokenClassification(Task):
         "print([names[str(int(t))] for t in tags])\n"
     )
 
+    cells = "a tag per word (token data)"
+
     def fits(self, names: list[str], numeric: bool) -> bool:
         return True  # the registry offers it for token data only
+
+    def holds(self, text_cells: list[Any], label_cells: list[Any]) -> bool:
+        """Token data: the text or the label column holds lists (words, tags) in some row."""
+        return any(as_list(v) is not None for v in (*text_cells, *label_cells))
+
+    def read_cells(
+        self,
+        text_cells: list[Any],
+        pair_cells: list[Any] | None,
+        label_cells: list[Any],
+        rows: list[int],
+        source: str,
+        columns: tuple[str, str],
+    ) -> tuple[list[str], list[str] | None, list[str], bool]:
+        """Each row's words and tags, checked and joined by single spaces (a word or tag holds no
+        whitespace, so the join is undone by ``split(" ")``); no second text."""
+        (text, label), texts, names = columns, [], []
+        for row, word_cell, tag_cell in zip(rows, text_cells, label_cells, strict=True):
+            words = _listed(word_cell, source, row, text, "words")
+            tags = _listed(tag_cell, source, row, label, "tags (one per word)")
+            if not words:
+                raise DataError(
+                    f"{source}: row {row} is an empty sentence (no words in '{text}'); remove it."
+                )
+            if len(words) != len(tags):
+                raise DataError(
+                    f"{source}: row {row} has {len(words)} words in '{text}' but {len(tags)} tags in "
+                    f"'{label}'; every word needs exactly one tag."
+                )
+            for kind, items in (("word", words), ("tag", tags)):
+                bad = next((x for x in items if not x or any(c.isspace() for c in x)), None)
+                if bad is not None:
+                    raise DataError(
+                        f"{source}: row {row}: the {kind} {bad!r} is empty or holds whitespace; a {kind} is "
+                        "one token without spaces (split it, or mark the gap with another character)."
+                    )
+            texts.append(" ".join(words))
+            names.append(" ".join(tags))
+        return texts, None, names, False
+
+    def cell_counts(self, names: list[str], numeric: bool) -> dict[str, int]:
+        """Words per tag, the most frequent first."""
+        return self.distribution(names, numeric)
 
     def words(self, text: str) -> str:
         return " ".join(WORD_RE.findall(text))
@@ -431,3 +476,14 @@ def check_prefixes(sentences: list[list[str]], scheme: str, source: str) -> None
             f"does not use; choose the tag scheme {ts.IOBES if set(extra) <= {'E', 'S'} else 'plain'} or "
             "'auto'."
         )
+
+
+def _listed(value: object, source: str, row: int, column: str, what: str) -> list[str]:
+    items = as_list(value)
+    if items is None:
+        shown = str(value)[:40]
+        raise DataError(
+            f"{source}: row {row}: column '{column}' holds {type(value).__name__} {shown!r} where a list of "
+            f"{what} is expected (token data has a list of words and a list of tags per row)."
+        )
+    return [label_text(x) if not isinstance(x, str) else x.strip() for x in items]
