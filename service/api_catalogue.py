@@ -66,6 +66,17 @@ class CatalogueApi(WorkbenchState):
                 "label": t.label,
                 "description": t.description,
                 "fields": _field_info(t.settings_cls),
+                "roles": [
+                    {
+                        "key": r.key,
+                        "slot": r.slot,
+                        "label": r.label,
+                        "help": r.help,
+                        "option": r.option,
+                        "required": r.required,
+                    }
+                    for r in t.roles
+                ],
             }
             for t in tasks.all_tasks()
         ]

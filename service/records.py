@@ -49,6 +49,7 @@ __all__ = [
     "ParameterCount",
     "Prediction",
     "PublicDataset",
+    "RoleInfo",
     "RunPlan",
     "RunSummary",
     "Series",
@@ -136,6 +137,17 @@ class FieldInfo(TypedDict):
     value_words: dict[str, Any]  # words that stand for a value ("auto": -2): CLI words, run names
 
 
+class RoleInfo(TypedDict):
+    """A column a task's files have (``backend.tasks.base.Role``)."""
+
+    key: str
+    slot: str  # the row's cell it fills: "text", "text_pair" or "label"
+    label: str
+    help: str
+    option: str  # the setting and flag that choose it: "score_column", --score-column
+    required: bool
+
+
 class TaskInfo(TypedDict):
     """A task of the catalogue (``Workbench.list_tasks``): what a model learns to output."""
 
@@ -143,6 +155,7 @@ class TaskInfo(TypedDict):
     label: str
     description: str
     fields: list[FieldInfo]  # the task's own settings (``Task.settings_cls``), as a method's
+    roles: list[RoleInfo]  # its columns: the Data tab labels its pickers with them
 
 
 class MethodInfo(TypedDict):

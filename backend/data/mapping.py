@@ -12,21 +12,15 @@ import pandas as pd
 
 from backend.cells import column_names, is_missing, looks_numeric
 from backend.errors import DataError
+from backend.tasks import registry as tasks
 
-TEXT_NAMES = (
-    "text", "sentence", "review", "content", "sms", "message", "tweet",
-    "document", "question", "text_a", "sentence1", "premise", "tokens", "words",
-)  # fmt: skip
-PAIR_NAMES = (
-    ("text_a", "text_b"),
-    ("sentence1", "sentence2"),
-    ("premise", "hypothesis"),
-)
-# the last ones name a score (regression): a label column of that name is found as well
-LABEL_NAMES = (
-    "label", "labels", "class", "category", "target", "sentiment", "y", "score", "rating",
-    "tags", "ner_tags", "pos_tags", "upos",  # token data: a tag per word
-)  # fmt: skip
+# The names that find each column, from the tasks' column roles (``backend.tasks.base.Role``): a
+# label column named for a score (regression) or a list of tags (token data) is found as well.
+TEXT_NAMES = tasks.names_for("text")
+LABEL_NAMES = tasks.names_for("label")
+# A second text is found with the first of its known partner: text_a + text_b, sentence1 +
+# sentence2, premise + hypothesis (the pair role's names, each beside the text name it follows).
+PAIR_NAMES = tuple(zip(("text_a", "sentence1", "premise"), tasks.names_for("text_pair"), strict=True))
 
 
 @dataclass(frozen=True)

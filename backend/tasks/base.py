@@ -34,6 +34,40 @@ class Inference:
 
 
 @dataclass(frozen=True)
+class Role:
+    """A column a task's files have: the cell of a row it fills, how it is found, how it is
+    chosen. Its setting and flag are ``<key>_column`` (``--score-column``); the Data tab's
+    picker shows ``label`` and ``help``."""
+
+    key: str  # "text", "text_pair", "label", "score", "tokens", "tags"
+    slot: str  # the row's cell it fills: "text", "text_pair" or "label"
+    label: str
+    help: str
+    names: tuple[str, ...] = ()  # column names that find it (any case), in order of preference
+    required: bool = True
+
+    @property
+    def option(self) -> str:
+        return f"{self.key}_column"
+
+
+# The roles of a text (or two) with one label: what most tasks read.
+TEXT = Role(
+    "text", "text", "Text column", "Column holding the text (default: found by name).",
+    ("text", "sentence", "review", "content", "sms", "message", "tweet", "document", "question",
+     "text_a", "sentence1", "premise"),
+)  # fmt: skip
+TEXT_PAIR = Role(
+    "text_pair", "text_pair", "Second text column", "Second text column, for sentence pairs.",
+    ("text_b", "sentence2", "hypothesis"), required=False,
+)  # fmt: skip
+LABEL = Role(
+    "label", "label", "Label column", "Column holding the label (default: found by name).",
+    ("label", "labels", "class", "category", "target", "sentiment", "y"),
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
 class NoSettings:
     """The settings of a task that has none of its own."""
 
@@ -93,6 +127,11 @@ class Task(ABC):
     def settings_dict(self) -> dict[str, Any]:
         """The run's task settings as stored with it (``task_config``), after any "auto" choice."""
         return dataclasses.asdict(self.settings)
+
+    # The columns its files have (``Role``): ``backend.data.mapping`` finds them by these names,
+    # the settings and flags that choose them are ``<key>_column``, the Data tab labels its pickers
+    # with them. A text, an optional second text and a label by default.
+    roles: ClassVar[tuple[Role, ...]] = (TEXT, TEXT_PAIR, LABEL)
 
     # The cells a row of this task's files holds, in words for messages. A file goes to the first
     # task (in the registry's order) whose ``holds`` says the cells are its kind, which reads them

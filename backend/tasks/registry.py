@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from backend.errors import ConfigError, DataError
-from backend.tasks.base import Task
+from backend.tasks.base import Role, Task
 from backend.tasks.classification import Classification
 from backend.tasks.regression import MANY_VALUES, Regression
 from backend.tasks.token_classification import TokenClassification
@@ -76,8 +76,33 @@ def all_tasks() -> tuple[Task, ...]:
     return tuple(get(k) for k in keys())
 
 
-def resolve_key(key: str | None, score_column: str | None) -> str:
-    """The task a run's settings ask for: a score column means regression unless a task is named."""
-    if score_column and key in (AUTO, None, ""):
-        return Regression.key
-    return key or AUTO
+def all_roles() -> tuple[Role, ...]:
+    """Every task's column roles, each key once, in the order people meet the tasks."""
+    found: dict[str, Role] = {}
+    for task in all_tasks():
+        for role in task.roles:
+            found.setdefault(role.key, role)
+    return tuple(found.values())
+
+
+def names_for(slot: str) -> tuple[str, ...]:
+    """The column names that find a slot's column ("text", "text_pair", "label"), across the
+    tasks' roles, in order of preference."""
+    return tuple(dict.fromkeys(n for r in all_roles() if r.slot == slot for n in r.names))
+
+
+def implied_by(options: list[str]) -> str | None:
+    """The task a run's chosen columns imply (a score column: regression): the one task that
+    has the role of a given option, when only one has it; None when the options say nothing."""
+    for option in options:
+        owners = [t.key for t in all_tasks() if any(r.option == option for r in t.roles)]
+        if len(owners) == 1 and len(all_tasks()) > 1 and owners != [DEFAULT]:
+            return owners[0]
+    return None
+
+
+def resolve_key(key: str | None, options: list[str]) -> str:
+    """The task a run's settings ask for: a column option only one task has (``--score-column``)
+    means that task unless a task is named."""
+    implied = implied_by(options) if key in (AUTO, None, "") else None
+    return implied or key or AUTO

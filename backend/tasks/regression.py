@@ -16,7 +16,7 @@ import numpy as np
 
 from backend.cells import NUMBER_RE, listing
 from backend.errors import DataError
-from backend.tasks.base import Task, chart
+from backend.tasks.base import TEXT, TEXT_PAIR, Role, Task, chart
 
 if TYPE_CHECKING:
     import torch
@@ -36,6 +36,15 @@ class Regression(Task):
     baseline_label = "always the training mean"
     peft_task_type = "SEQ_CLS"
     card_output = "scores = getattr(out, 'logits', out).squeeze(-1)  # one number per text\nprint(scores)\n"
+    roles = (
+        TEXT,
+        TEXT_PAIR,
+        Role(
+            "score", "label", "Score column",
+            "Column holding a number to predict: the regression task's label column.",
+            ("score", "rating"),
+        ),
+    )  # fmt: skip
 
     def card_outputs(self, label_names: list[str]) -> str:
         return 'Outputs one number per text (regression: a single output, `problem_type="regression"`).'

@@ -24,7 +24,7 @@ from backend.cells import as_list, label_text, listing
 from backend.errors import ConfigError, DataError
 from backend.knobs import knob
 from backend.tasks import tag_schemes as ts
-from backend.tasks.base import Task, chart
+from backend.tasks.base import Role, Task, chart
 from backend.tasks.token_scores import SentenceCounts, counts_metric, ratio_interval
 from backend.tasks.token_tags import (
     IGNORE,
@@ -85,6 +85,17 @@ class TokenClassification(Task):
     )
 
     cells = "a tag per word (token data)"
+    roles = (
+        Role(
+            "tokens", "text", "Tokens column",
+            "Column holding each sentence's list of words (token classification).", ("tokens", "words"),
+        ),
+        Role(
+            "tags", "label", "Tags column",
+            "Column holding each sentence's list of tags, one per word (token classification).",
+            ("tags", "ner_tags", "pos_tags", "upos"),
+        ),
+    )  # fmt: skip
 
     def fits(self, names: list[str], numeric: bool) -> bool:
         return True  # the registry offers it for token data only

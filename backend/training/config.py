@@ -42,6 +42,12 @@ def parse_auto(name: str, value: Any, kind: type) -> Any:
     return kind(number)
 
 
+def column_knob(role: str) -> Any:
+    """The setting that chooses a role's column, with the role's label and help."""
+    found = next(r for r in tasks.all_roles() if r.key == role)
+    return knob(None, found.label, found.help)
+
+
 @dataclass
 class TrainConfig:
     """Everything needed to reproduce a run. JSON-serialisable via :meth:`to_dict`.
@@ -57,22 +63,14 @@ class TrainConfig:
         "Evaluation data",
         "Optional evaluation file; otherwise a stratified split of the training data.",
     )
-    text_column: str | None = knob(None, "Text column", "Column holding the text (default: found by name).")
-    text_pair_column: str | None = knob(None, "Second text column", "Second text column, for sentence pairs.")
-    label_column: str | None = knob(
-        None, "Label column", "Column holding the label (default: found by name)."
-    )
-    score_column: str | None = knob(
-        None, "Score column", "Column holding a number to predict: the regression task's label column."
-    )
-    tokens_column: str | None = knob(
-        None, "Tokens column", "Column holding each sentence's list of words (token classification)."
-    )
-    tags_column: str | None = knob(
-        None,
-        "Tags column",
-        "Column holding each sentence's list of tags, one per word (token classification).",
-    )
+    # One setting per column role of the tasks (``backend.tasks.base.Role``), its label and help
+    # the role's: ``tests/unit/test_tasks.py`` checks that every role has its field here.
+    text_column: str | None = column_knob("text")
+    text_pair_column: str | None = column_knob("text_pair")
+    label_column: str | None = column_knob("label")
+    score_column: str | None = column_knob("score")
+    tokens_column: str | None = column_knob("tokens")
+    tags_column: str | None = column_knob("tags")
     tag_field: str | None = knob(
         None,
         "CoNLL-U tag field",
@@ -263,26 +261,32 @@ def load_data(cfg: TrainConfig, *, max_rows: int | None = None) -> PreparedData:
     Each file is read once; ``spec`` and ``eval_spec`` of the result describe them (hash,
     mapping, counts) for whoever stores them. ``max_rows`` adds the app's row limit.
     """
-    labels = {"label_column": cfg.label_column, "score_column": cfg.score_column,
-              "tags_column": cfg.tags_column, "tag_field": cfg.tag_field}  # fmt: skip
-    if len({v for v in labels.values() if v}) > 1:
-        raise ConfigError(f"give one of {', '.join(labels)}, not several: each names the label column")
-    label_option = next((k for k, v in labels.items() if v), "label_column")
-    text_option = "tokens_column" if cfg.tokens_column else "text_column"
-    if cfg.tokens_column and cfg.text_column and cfg.tokens_column != cfg.text_column:
-        raise ConfigError("give the text column or the tokens column, not both")
+    chosen: dict[str, dict[str, str]] = {}  # slot -> the options that chose its column -> column
+    for role in tasks.all_roles():
+        if value := getattr(cfg, role.option):
+            chosen.setdefault(role.slot, {})[role.option] = value
+    if cfg.tag_field:  # a CoNLL-U file's tag field is read into a column of that name
+        chosen.setdefault("label", {})["tag_field"] = cfg.tag_field
+    for slot, options in chosen.items():
+        if len(set(options.values())) > 1:
+            what = slot.replace("_", " ")
+            raise ConfigError(f"give one of {', '.join(options)}, not several: each names the {what} column")
+    picked = {slot: next(iter(options.items())) for slot, options in chosen.items()}
+    text_option, text = picked.get("text", ("text_column", None))
+    pair_option, pair = picked.get("text_pair", ("text_pair_column", None))
+    label_option, label = picked.get("label", ("label_column", None))
     return prepare(
         cfg.data,
         cfg.eval_data,
-        task=tasks.resolve_key(cfg.task, cfg.score_column),
-        text_column=cfg.tokens_column or cfg.text_column,
-        text_pair_column=cfg.text_pair_column,
-        label_column=next((v for v in labels.values() if v), None),
+        task=tasks.resolve_key(cfg.task, [o for options in chosen.values() for o in options]),
+        text_column=text,
+        text_pair_column=pair,
+        label_column=label,
         eval_fraction=cfg.eval_fraction,
         seed=cfg.seed,
         drop_invalid=cfg.drop_invalid,
         max_train_samples=cfg.max_train_samples,
         max_rows=max_rows,
-        options=(text_option, "text_pair_column", label_option),
+        options=(text_option, pair_option, label_option),
         task_config=cfg.task_config,
     )

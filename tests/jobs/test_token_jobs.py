@@ -110,3 +110,21 @@ def test_the_train_forms_task_settings_reach_the_job_of_that_task(bench: Workben
     with pytest.raises(ConfigError, match="'classification' has no setting 'tag_scheme'"):
         endpoints.launch(labels["id"], "lora", task="classification", task_settings=named)
     assert len(bench.list_jobs()) == queued
+
+
+def test_the_data_tabs_pickers_are_named_by_the_datas_task(bench: Workbench, tmp_path: Path) -> None:
+    """The Data tab labels its column pickers with the roles of the task the data is."""
+    from ui.tabs.data import _Handlers as DataHandlers
+
+    handlers = DataHandlers(Endpoints(bench))
+    tokens = bench.register_dataset(write_jsonl(tmp_path / "ner.jsonl", sentences(20, 3)))
+    labels = bench.register_dataset(write_csv(tmp_path / "labels.csv", sentiment_rows(20)))
+    _, text, pair, label, *_ = handlers.show(tokens["id"])
+    assert (text["label"], label["label"], text["value"], label["value"]) == (
+        "Tokens column", "Tags column", "tokens", "tags",
+    )  # fmt: skip
+    assert pair["info"] == "Not used by token classification."
+    _, text, pair, label, *_ = handlers.show(labels["id"])
+    assert (text["label"], pair["label"], label["label"]) == (
+        "Text column", "Second text column (optional)", "Label column",
+    )  # fmt: skip

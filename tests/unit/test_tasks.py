@@ -108,3 +108,31 @@ def test_a_file_is_read_by_the_first_task_whose_kind_of_cells_it_holds() -> None
     assert read == (["good", "bad"], ["x", "y"], ["1", "1"], True)
     with pytest.raises(DataError, match="holds a tag per word \\(token data\\), which the task 'regression'"):
         registry.resolve("regression", ["O O"], False, tokens.cells, "ner.jsonl")
+
+
+def test_column_roles_give_the_settings_and_the_names_that_find_columns() -> None:
+    """Every task's column roles (``Task.roles``): each has its ``<key>_column`` setting with the
+    role's label and help (so its flag), the mapping finds columns by the roles' names, and an
+    option only one task has (a score column) implies that task."""
+    import dataclasses
+
+    from backend.data import mapping
+    from backend.training.config import TrainConfig
+
+    fields = {f.name: f for f in dataclasses.fields(TrainConfig)}
+    for role in registry.all_roles():
+        assert role.option in fields, f"{role.option}: the role {role.key!r} has no setting"
+        assert (fields[role.option].metadata["label"], fields[role.option].metadata["help"]) == (
+            role.label,
+            role.help,
+        )
+    tokens = registry.get("token-classification")
+    assert [r.option for r in tokens.roles] == ["tokens_column", "tags_column"]
+    assert {"tokens", "words"} <= set(mapping.TEXT_NAMES) and {"tags", "score"} <= set(mapping.LABEL_NAMES)
+    assert mapping.detect_columns(["words", "ner_tags"]) == mapping.ColumnMapping("words", "ner_tags")
+    assert registry.resolve_key("auto", ["score_column"]) == "regression"
+    assert registry.resolve_key("auto", ["tags_column"]) == "token-classification"
+    assert (
+        registry.resolve_key("auto", ["label_column", "text_pair_column"]) == "auto"
+    )  # several tasks' roles
+    assert registry.resolve_key("classification", ["score_column"]) == "classification"  # a named task wins

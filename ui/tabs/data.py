@@ -52,6 +52,11 @@ def disk_line(usage: dict[str, int]) -> str:
     return f"Disk used by the data folder: **{human_bytes(usage.get('total', 0))}** ({parts})"
 
 
+def _picker(columns: list[str], value: str, role: dict[str, Any]) -> Any:
+    """A column picker as the data's task names its role (the tags column of token data)."""
+    return gr.update(choices=columns, value=value, label=role["label"], info=role["help"])
+
+
 def _stats_line(preview: dict[str, Any]) -> str:
     tokens, chars = preview.get("token_length") or {}, preview.get("char_length") or {}
     labels = preview.get("label_text") or f"{len(preview.get('label_counts') or {})} labels"
@@ -130,6 +135,9 @@ class _Handlers:
         except Exception as exc:  # noqa: BLE001
             return problem(exc, "measuring disk use", toast=False)
 
+    def _task(self, key: str) -> dict[str, Any]:
+        return next(t for t in self.endpoints.tasks if t["key"] == key)
+
     def show(self, dataset_id: int | None) -> tuple[Any, ...]:
         """Preview, mapping dropdowns, stats and charts of one dataset."""
         if dataset_id is None:
@@ -146,11 +154,20 @@ class _Handlers:
             rows = [[i, sentence_html(item)] for i, item in enumerate(preview["tagged"], start=1)]
             caption = "Preview (first sentences, tags drawn in)"
             shown = tables.to_html(pd.DataFrame(rows, columns=["Row", "Sentence"]), caption=caption)
+        # the pickers say what the data's task calls its columns (its roles: tokens and tags...)
+        roles = {r["slot"]: r for r in self._task(preview["task"])["roles"]}
+        text_role, label_role = roles["text"], roles["label"]
+        pair_role = roles.get("text_pair")
         return (
             shown,
-            gr.update(choices=columns, value=mapping["text"]),
-            gr.update(choices=[NO_PAIR, *columns], value=mapping["text_pair"] or NO_PAIR),
-            gr.update(choices=columns, value=mapping["label"]),
+            _picker(columns, mapping["text"], text_role),
+            gr.update(
+                choices=[NO_PAIR, *columns],
+                value=mapping["text_pair"] or NO_PAIR,
+                label=f"{pair_role['label'] if pair_role else 'Second text column'} (optional)",
+                info=pair_role["help"] if pair_role else f"Not used by {preview['task_label'].lower()}.",
+            ),
+            _picker(columns, mapping["label"], label_role),
             _stats_line(preview),
             charts.label_distribution(preview),
             charts.token_histogram(preview),
