@@ -52,9 +52,9 @@ class AnalysisApi(WorkbenchState):
         whose prediction is a number (regression); "" for one whose prediction is a label."""
         from service.svg_charts import truth_scatter_svg
 
-        frame = self._predictions(int(job_id))
-        if "error" not in frame:  # as for the residuals: a number's predictions carry their error
+        if self._task(int(job_id)).view_kind != "score":  # the view of a number per row draws it
             return ""
+        frame = self._predictions(int(job_id))
         return truth_scatter_svg(frame["true"].tolist(), frame["predicted"].tolist())
 
     def significance(self, job_ids: list[int]) -> dict[str, Any]:
@@ -147,15 +147,13 @@ class AnalysisApi(WorkbenchState):
         frame = self._filtered(job_id, wrong_only, true_label, predicted_label, sort, dataset_id)
         shown = frame.head(max(0, min(int(limit), MAX_ROWS)))
         columns = ["row", "text", "pair", "true", "predicted", "confidence", "correct", "error", "errors"]
-        rows = [{k: _plain(r.get(k)) for k in columns} for r in shown.to_dict("records")]
-        for row, record in zip(rows, shown.to_dict("records"), strict=True):
-            if "true_entities" in record:  # spans of the gold and the predicted tags, side by side
-                row["true_entities"] = json.loads(record["true_entities"])
-                row["predicted_entities"] = json.loads(record["predicted_entities"])
-                row["plain"] = bool(record.get("plain"))
+        task = self._task(job_id)
+        records = shown.to_dict("records")
+        # each row with what the task's view draws it with (tags: the gold and predicted spans)
+        rows = [{**{k: _plain(r.get(k)) for k in columns}, **task.shown_row(r)} for r in records]
         # label: with a confidence; score: residuals; tags: a tag per word, sentences by errors
-        kind = self._task(job_id).view_kind
-        return {"job_id": job_id, "kind": kind, "total": total, "matching": len(frame), "rows": rows}
+        matching = len(frame)
+        return {"job_id": job_id, "kind": task.view_kind, "total": total, "matching": matching, "rows": rows}
 
     def predictions_csv(self, job_id: int, **filters: Any) -> Path:
         """The filtered examples as a CSV (cells a spreadsheet would run are quoted)."""

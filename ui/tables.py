@@ -246,11 +246,22 @@ def _tagged_cells(item: dict[str, Any]) -> list[Any]:
     return [sentence_html(item), item["label"]]
 
 
+def _label_set_cells(item: dict[str, Any]) -> list[Any]:
+    """A set of labels: the chosen ones, then every label with its probability, the chosen marked
+    (``labels``: [{name, probability, chosen}], the most probable first)."""
+    shown = []
+    for entry in sorted(item.get("labels") or [], key=lambda e: -float(e["probability"])):
+        text = f"{html.escape(str(entry['name']))} {100 * float(entry['probability']):.1f}%"
+        shown.append(f"<b>✓ {text}</b>" if entry["chosen"] else f"<span>{text}</span>")
+    return [item["label"] or "(no label)", " · ".join(shown)]
+
+
 # a task's view kind -> Try it's columns and one prediction's cells after the run's name
 VIEWS: dict[str, tuple[list[str], Callable[[dict[str, Any]], list[Any]]]] = {
     "label": (["Run", "Prediction", "Confidence"], _label_cells),
     "score": (["Run", "Prediction", "Confidence"], _label_cells),  # a number, no confidence: "–"
     "tags": (["Run", "Prediction", "Entities"], _tagged_cells),
+    "labels": (["Run", "Prediction", "Every label"], _label_set_cells),  # a set of labels per text
 }
 
 

@@ -288,7 +288,9 @@ class Task(ABC):
         return items
 
     # how error analysis, Try it and Compare show a row: "label" (a label with its confidence),
-    # "score" (a number and its error), "tags" (tagged words); ``ui`` has a renderer per kind
+    # "score" (a number and its error), "tags" (tagged words), "labels" (a set of labels, each
+    # with its probability, the chosen marked: Try it's items carry ``labels``); ``ui`` has a
+    # renderer per kind
     view_kind: ClassVar[str] = "label"
     predicts: ClassVar[str] = "a class per text"  # a row's prediction, in words for messages
     sorts: ClassVar[tuple[str, ...]] = ("confidence_desc", "confidence_asc", "row")
@@ -308,6 +310,11 @@ class Task(ABC):
         if sort != "row":
             frame = frame.sort_values("confidence", ascending=sort == "confidence_asc", kind="stable")
         return frame
+
+    def shown_row(self, record: dict[str, Any]) -> dict[str, Any]:
+        """What error analysis draws a row with besides its columns, from its record in the
+        predictions frame (a token task: the gold and predicted entities); nothing by default."""
+        return {}
 
     def blank_targets(self, texts: list[str]) -> list[Any]:
         """Stand-in targets for texts to predict (encoding takes targets; the outputs ignore them)."""

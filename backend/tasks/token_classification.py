@@ -255,6 +255,14 @@ class TokenClassification(Task):
             frame = frame.sort_values("errors", ascending=sort == "confidence_asc", kind="stable")
         return frame
 
+    def shown_row(self, record: dict[str, Any]) -> dict[str, Any]:
+        """The gold and the predicted spans, side by side (stored as JSON in the frame)."""
+        return {
+            "true_entities": json.loads(record["true_entities"]),
+            "predicted_entities": json.loads(record["predicted_entities"]),
+            "plain": bool(record.get("plain")),
+        }
+
     def collate(
         self, inputs: dict[str, torch.Tensor], rows: list[dict[str, Any]], targets: list[Any], left: bool
     ) -> dict[str, torch.Tensor]:

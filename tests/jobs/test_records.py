@@ -109,6 +109,8 @@ CASES: list[tuple[Any, Callable[[dict[str, Any]], list[Any]]]] = [
     ),
     (records.DiskUsage, lambda b: [b["bench"].disk_usage()]),
     (records.MethodInfo, lambda b: b["bench"].list_methods()),
+    (records.TaskInfo, lambda b: b["bench"].list_tasks()),
+    (records.RoleInfo, lambda b: [r for t in b["bench"].list_tasks() for r in t["roles"]]),
     (records.FieldInfo, _fields),
     (records.ParameterCount, _parameters),
     (records.RunPlan, _plan),

@@ -852,3 +852,20 @@ def test_the_run_header_names_each_tasks_metrics_with_their_intervals() -> None:
     }
     assert results_text(scores) == "spearman 0.880 [0.860, 0.900] · pearson 0.871 (95% interval)"
     assert results_text({**scores, "metrics": {}}) == "spearman 0.880"  # a run from before intervals
+
+
+def test_try_it_draws_a_set_of_labels_with_every_probability_and_the_chosen_marked() -> None:
+    """The ``labels`` view kind (a set of labels per text): the chosen labels, then every label
+    with its probability, most probable first, the chosen in bold with a tick."""
+    from ui.tables import predictions_table
+
+    item = {"label": "joy, surprise", "probability": None, "score": None,
+            "labels": [{"name": "anger", "probability": 0.04, "chosen": False},
+                       {"name": "surprise", "probability": 0.61, "chosen": True},
+                       {"name": "joy", "probability": 0.83, "chosen": True}]}  # fmt: skip
+    row = predictions_table([{"id": 4, "name": "lora", "view": "labels", "predictions": [item]}]).iloc[0]
+    assert row["Prediction"] == "joy, surprise"
+    assert row["Every label"] == "<b>✓ joy 83.0%</b> · <b>✓ surprise 61.0%</b> · <span>anger 4.0%</span>"
+    none = {**item, "label": "", "labels": item["labels"][:1]}  # nothing over the threshold
+    empty = predictions_table([{"id": 5, "name": "x", "view": "labels", "predictions": [none]}])
+    assert empty.iloc[0]["Prediction"] == "(no label)" and "<b>" not in empty.iloc[0]["Every label"]
