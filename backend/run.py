@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,7 @@ import numpy as np
 
 from backend.artifacts.save import save_run
 from backend.catalogue import load_tokenizer, model_info
-from backend.data.prepare import PreparedData
+from backend.data.prepare import PreparedData, with_holdout
 from backend.methods import registry
 from backend.probing.run import run_probe
 from backend.significance import rows_digest
@@ -44,9 +45,11 @@ def run_training(
     """Train ``cfg``, write the artifact folder ``out_dir`` and return the summary dict."""
     cb = callback or Callback()
     validate(cfg)
-    data = load_data(cfg)
+    data = with_holdout(load_data(cfg), cfg.seed)
     for warning in data.warnings:
         cb.on_log(f"warning: {warning}")
+    if data.holdout is not None:
+        cb.on_log(f"held out {len(data.holdout)} training rows to choose the task's auto settings on")
     info = model_info(cfg.model, models_cache)
     spec = registry.get(cfg.method)
     spec.check_model(info)  # before any weights load
@@ -59,6 +62,8 @@ def run_training(
         resume_from if spec.resumable else None,
     )  # fmt: skip
     outcome = RUNNERS[spec.runner](ctx)
+    if outcome.task is not None:  # its settings chosen on the held-out rows: saved and reloaded so
+        data = replace(data, task=outcome.task)
     summary = outcome.summary
     summary["lr_choice_warning"] = lr_choice_warning(summary)
     # issue 37: the score's 95% interval, stored with the run (not recomputed on every view)

@@ -21,7 +21,7 @@ from backend.data.check import UsableRows, check_usable
 from backend.data.mapping import ColumnMapping, check_mapped_columns, resolve_mapping
 from backend.data.sampling import eval_indices, stratified_sample
 from backend.data.spec import DatasetSpec, read_limited
-from backend.errors import ConfigError
+from backend.errors import ConfigError, DataError
 from backend.tasks import registry
 from backend.tasks.base import Task
 
@@ -53,6 +53,8 @@ class PreparedData:
     spec: DatasetSpec  # the training file, as read and checked
     eval_spec: DatasetSpec | None  # the eval file, if one was given
     task: Task = field(default_factory=lambda: registry.get(None))  # chosen, or "auto" recognised it
+    # training rows held out to choose the task's "auto" settings on (``with_holdout``)
+    holdout: Split | None = None
 
     @property
     def mapping(self) -> ColumnMapping:
@@ -129,6 +131,22 @@ def prepare(
         )
     train = _limit_train(kind, train, max_train_samples, seed, warnings)
     return PreparedData(train, evaluation, label_names, warnings, spec, eval_spec, kind)
+
+
+def with_holdout(data: PreparedData, seed: int) -> PreparedData:
+    """The run's data with the training rows its task holds out to choose its "auto" settings on
+    (``Task.holdout_rows``: a threshold), stratified and seeded, never trained on; unchanged
+    when the task holds out none."""
+    rows = data.task.holdout_rows(len(data.train))
+    if rows <= 0:
+        return data
+    if rows >= len(data.train):
+        raise DataError(
+            f"{len(data.train)} training rows leave none to train on once {rows} are held out to "
+            "choose the task's settings; add rows, or give the settings a value instead of auto"
+        )
+    train, held = _split_off_eval(data.task, data.train, rows / len(data.train), seed)
+    return replace(data, train=train, holdout=held)
 
 
 def path_name(path: str | Path) -> str:

@@ -47,6 +47,8 @@ class Features:
     keys: list[str]  # the cache files used (deleting the job removes those no other job names)
     device: str
     seconds: float
+    # the training rows held out to choose the task's "auto" settings on (``Task.holdout_rows``)
+    holdout: torch.Tensor | None = None
 
 
 @dataclass
@@ -86,12 +88,13 @@ def layer_features(ctx: RunContext, pcfg: Config) -> Features:
 
     ftrain, hit_t = features(ctx.data.train, train_precision)
     feval, hit_e = features(ctx.data.eval, "fp32")
+    fheld = features(ctx.data.holdout, "fp32")[0] if ctx.data.holdout is not None else None
     seconds = time.perf_counter() - started
     ctx.cb.on_log(f"features {'from cache' if hit_t and hit_e else 'computed'} in {seconds:.1f}s")
     # The encoder ran on the GPU when there is one; heads are tiny and train on the CPU.
     device = str(next(encoder.parameters()).device) if encoder is not None else "cpu (cached features)"
     used = keys if ctx.feature_cache_dir is not None else []
-    return Features(ftrain, feval, hit_t and hit_e, used, device, seconds)
+    return Features(ftrain, feval, hit_t and hit_e, used, device, seconds, fheld)
 
 
 def _pooling(ctx: RunContext, pcfg: Config) -> str:
@@ -159,6 +162,18 @@ def _layer_table(results: list[LayerResult], task: Task) -> list[dict[str, Any]]
     return [{"layer": r.layer, **{k: r.best[k] for k in keys}} for r in results]
 
 
+def _chosen_task(ctx: RunContext, top: LayerResult, feats: Features, targets: Targets) -> Task:
+    """The run's task with its "auto" settings chosen on the held-out training rows' outputs at
+    the best layer (``Task.choose_settings``), logged; as it is when no row was held out."""
+    data = ctx.data
+    if feats.holdout is None or data.holdout is None:
+        return data.task
+    outputs = targets.task.outputs(top.head.eval()(feats.holdout[top.layer])).detach().numpy()
+    task = data.task.choose_settings(data.task.truth(data.holdout.labels), outputs, data.label_names)
+    ctx.cb.on_log(f"chose {task.settings_dict()} on {len(data.holdout)} held-out training rows")
+    return task
+
+
 def run_probe(ctx: RunContext) -> RunOutcome:
     """Train a probe (or one per layer) on cached features; the best layer's head is kept."""
     cfg, data = ctx.cfg, ctx.data
@@ -187,6 +202,10 @@ def run_probe(ctx: RunContext) -> RunOutcome:
     search_seconds += choice["seconds"] if choice else 0.0  # the choice is part of what "auto" costs
     head_seconds = time.perf_counter() - t0
     top = max(results, key=lambda r: (r.best["score"], -r.best["eval_loss"]))
+    task = _chosen_task(ctx, top, feats, targets)
+    if task is not data.task:  # the best layer scored again by the settings chosen
+        eval_outputs = task.outputs(top.head.eval()(feats.eval[top.layer])).detach().numpy()
+        top.best = {**top.best, **task.metrics(task.truth(data.eval.labels), eval_outputs, data.label_names)}
     if choice:  # the run's settings name the layer it trained; the choice is recorded beside them
         top.cfg = replace(top.cfg, method_config={**top.cfg.method_config, "layer": top.layer})
     train_seconds = time.perf_counter() - ctx.started
@@ -228,4 +247,6 @@ def run_probe(ctx: RunContext) -> RunOutcome:
         "per_token": data.task.per_word,  # a tag per token: the head reads every position
     }
     state = {k: v.contiguous() for k, v in top.head.state_dict().items()}
-    return RunOutcome(top.cfg, summary, top.best, history, eval_probs, probe=probe, head_state=state)
+    return RunOutcome(
+        top.cfg, summary, top.best, history, eval_probs, probe=probe, head_state=state, task=task
+    )

@@ -124,6 +124,16 @@ class Task(ABC):
         task.settings = settings
         return task
 
+    def holdout_rows(self, train_rows: int) -> int:
+        """Training rows a run holds out, never trained on, to choose its "auto" settings on
+        (``choose_settings``; a threshold): none by default."""
+        return 0
+
+    def choose_settings(self, true: np.ndarray, outputs: Any, label_names: list[str]) -> Self:
+        """This task with its "auto" settings chosen on the held-out training rows' outputs (the
+        run's final predictions, metrics and export use it); itself by default."""
+        return self
+
     def settings_dict(self) -> dict[str, Any]:
         """The run's task settings as stored with it (``task_config``), after any "auto" choice."""
         return dataclasses.asdict(self.settings)

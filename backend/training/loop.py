@@ -221,6 +221,20 @@ class Fitter:
         self.step += 1
 
 
+def chosen_task(ctx: RunContext, model: Any, device: torch.device) -> Task:
+    """The run's task with its "auto" settings chosen on the held-out training rows' outputs
+    (``Task.choose_settings``), logged; the task as it is when no row was held out."""
+    data = ctx.data
+    if data.holdout is None:
+        return data.task
+    held = Encoded(ctx.tokenizer, data.holdout, ctx.cfg.max_length, data.task)
+    task = data.task.choose_settings(
+        held.truth(), predict_probs(model, held, device, task=data.task), data.label_names
+    )
+    ctx.cb.on_log(f"chose {task.settings_dict()} on {len(held)} held-out training rows")
+    return task
+
+
 def run_loop(ctx: RunContext) -> RunOutcome:
     """Train a model through its forward pass (every method but the cached-feature probe)."""
     cfg, data, cb = ctx.cfg, ctx.data, ctx.cb
@@ -260,12 +274,14 @@ def run_loop(ctx: RunContext) -> RunOutcome:
     if fitter.best_state is not None:
         model.load_state_dict(fitter.best_state, strict=False)
     train_seconds = time.perf_counter() - ctx.started
+    task = chosen_task(ctx, model, device)  # "auto" settings chosen on held-out training rows
     # The final predictions run in fp32, as the exported weights will (the reload check
-    # compares them to 1e-5); a reduced-precision run reports these, not its bf16 epoch score.
-    probs = predict_probs(model, eval_enc, device, task=data.task)
+    # compares them to 1e-5); a reduced-precision run reports these, not its bf16 epoch score
+    # (nor one scored by the task's settings before they were chosen).
+    probs = predict_probs(model, eval_enc, device, task=task)
     best = fitter.best or {}
-    if fitter.precision != "fp32" and best:
-        best = {**best, **evaluate(model, eval_enc, data.label_names, device, task=data.task, outputs=probs)}
+    if (fitter.precision != "fp32" or task is not data.task) and best:
+        best = {**best, **evaluate(model, eval_enc, data.label_names, device, task=task, outputs=probs)}
     per_epoch = round(float(np.mean(fitter.epoch_seconds)), 3) if fitter.epoch_seconds else None
     summary = {
         **run_summary(
@@ -307,4 +323,4 @@ def run_loop(ctx: RunContext) -> RunOutcome:
             fitter.precision,
         ),
     }
-    return RunOutcome(cfg, summary, best, fitter.history, probs, model=model)
+    return RunOutcome(cfg, summary, best, fitter.history, probs, model=model, task=task)

@@ -14,6 +14,7 @@ import numpy as np
 
 from backend.catalogue import ModelInfo
 from backend.data.prepare import PreparedData
+from backend.tasks.base import Task
 from backend.training.callbacks import Callback
 from backend.training.config import TrainConfig
 from backend.training.runtime import peak_rss_mb
@@ -47,6 +48,8 @@ class RunOutcome:
     model: Any = None  # a model trained through its forward: saved by its library
     probe: dict[str, Any] | None = None  # a probe head: its config (layer, pooling, sizes)
     head_state: dict[str, Any] = field(default_factory=dict)  # the probe head's tensors
+    # the task as the run ended: its "auto" settings chosen on held-out rows (None: as it began)
+    task: Task | None = None
 
 
 def run_summary(
