@@ -15,7 +15,7 @@ from backend.cells import is_missing, listing
 from backend.data.mapping import ColumnMapping
 from backend.errors import DataError
 from backend.tasks import registry
-from backend.tasks.base import Task
+from backend.tasks.base import Cells, Task
 
 
 @dataclass
@@ -54,14 +54,16 @@ def usable_rows(df: pd.DataFrame, mapping: ColumnMapping, source_name: str) -> U
     text_cells, label_cells = df[mapping.text].tolist(), df[mapping.label].tolist()
     reader = registry.reader(text_cells[:1000], label_cells[:1000])
     pair_cells = df[mapping.text_pair].tolist() if mapping.text_pair else None
-    texts, pairs, names, numeric = reader.read_cells(
+    cells = Cells(
         [text_cells[i] for i in keep],
         [pair_cells[i] for i in keep] if pair_cells is not None else None,
         [label_cells[i] for i in keep],
         rows,
         source_name,
-        (mapping.text, mapping.label),
+        mapping.text,
+        mapping.label,
     )
+    texts, pairs, names, numeric = reader.read_cells(cells)
     return UsableRows(texts, pairs, names, rows, numeric, missing, len(df) - len(keep), reader)
 
 

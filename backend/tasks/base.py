@@ -34,6 +34,20 @@ class Inference:
 
 
 @dataclass(frozen=True)
+class Cells:
+    """The usable rows' cells of one file, as ``Task.read_cells`` reads them: the text, second
+    text and label columns' cells, the rows' 1-based numbers and the names messages use."""
+
+    texts: list[Any]
+    pairs: list[Any] | None
+    labels: list[Any]
+    rows: list[int]
+    source: str  # the file's name
+    text_column: str
+    label_column: str
+
+
+@dataclass(frozen=True)
 class Role:
     """A column a task's files have: the cell of a row it fills, how it is found, how it is
     chosen. Its setting and flag are ``<key>_column`` (``--score-column``); the Data tab's
@@ -152,21 +166,12 @@ class Task(ABC):
         """Whether a sample of a file's text and label cells is this task's kind: no list."""
         return not any(as_list(v) is not None for v in (*text_cells, *label_cells))
 
-    def read_cells(
-        self,
-        text_cells: list[Any],
-        pair_cells: list[Any] | None,
-        label_cells: list[Any],
-        rows: list[int],
-        source: str,
-        columns: tuple[str, str],
-    ) -> tuple[list[str], list[str] | None, list[str], bool]:
+    def read_cells(self, cells: Cells) -> tuple[list[str], list[str] | None, list[str], bool]:
         """Each usable row's text, second text and label name as this task's rows hold them, and
-        whether every label is a whole number (``rows``: their 1-based numbers; ``columns``: the
-        text and label columns, for messages). 1, "1" and 1.0 are one label."""
-        names, numeric = normalize_labels(label_cells, rows, source, columns[1])
-        pairs = [str(v) for v in pair_cells] if pair_cells is not None else None
-        return [str(v) for v in text_cells], pairs, names, numeric
+        whether every label is a whole number. 1, "1" and 1.0 are one label."""
+        names, numeric = normalize_labels(cells.labels, cells.rows, cells.source, cells.label_column)
+        pairs = [str(v) for v in cells.pairs] if cells.pairs is not None else None
+        return [str(v) for v in cells.texts], pairs, names, numeric
 
     def cell_counts(self, names: list[str], numeric: bool) -> dict[str, int]:
         """Usable rows per label name as a dataset's row stores them, in label-id order."""

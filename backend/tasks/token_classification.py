@@ -24,7 +24,7 @@ from backend.cells import as_list, label_text, listing
 from backend.errors import ConfigError, DataError
 from backend.knobs import knob
 from backend.tasks import tag_schemes as ts
-from backend.tasks.base import Role, Task, chart
+from backend.tasks.base import Cells, Role, Task, chart
 from backend.tasks.token_scores import SentenceCounts, counts_metric, ratio_interval
 from backend.tasks.token_tags import (
     IGNORE,
@@ -104,19 +104,12 @@ class TokenClassification(Task):
         """Token data: the text or the label column holds lists (words, tags) in some row."""
         return any(as_list(v) is not None for v in (*text_cells, *label_cells))
 
-    def read_cells(
-        self,
-        text_cells: list[Any],
-        pair_cells: list[Any] | None,
-        label_cells: list[Any],
-        rows: list[int],
-        source: str,
-        columns: tuple[str, str],
-    ) -> tuple[list[str], list[str] | None, list[str], bool]:
+    def read_cells(self, cells: Cells) -> tuple[list[str], list[str] | None, list[str], bool]:
         """Each row's words and tags, checked and joined by single spaces (a word or tag holds no
         whitespace, so the join is undone by ``split(" ")``); no second text."""
-        (text, label), texts, names = columns, [], []
-        for row, word_cell, tag_cell in zip(rows, text_cells, label_cells, strict=True):
+        source, text, label = cells.source, cells.text_column, cells.label_column
+        texts, names = [], []
+        for row, word_cell, tag_cell in zip(cells.rows, cells.texts, cells.labels, strict=True):
             words = _listed(word_cell, source, row, text, "words")
             tags = _listed(tag_cell, source, row, label, "tags (one per word)")
             if not words:

@@ -95,16 +95,19 @@ def test_a_file_is_read_by_the_first_task_whose_kind_of_cells_it_holds() -> None
     """``registry.reader``: lists of words and tags are the token task's to read; texts with a
     label cell are read alike by every task that trains on them (1, "1" and 1.0: one label)."""
     from backend.errors import DataError
+    from backend.tasks.base import Cells
 
     tokens = registry.reader([["I", "met", "Bob"]], [["O", "O", "B-PER"]])
     assert tokens.key == "token-classification" and tokens.cells == "a tag per word (token data)"
-    read = tokens.read_cells([["I", "met", "Bob"]], None, [["O", "O", "B-PER"]], [1], "ner.jsonl", ("w", "t"))
+    read = tokens.read_cells(
+        Cells([["I", "met", "Bob"]], None, [["O", "O", "B-PER"]], [1], "ner.jsonl", "w", "t")
+    )
     assert read == (["I met Bob"], None, ["O O B-PER"], False)
     with pytest.raises(DataError, match="row 7 has 2 words in 'w' but 1 tags in 't'"):
-        tokens.read_cells([["a", "b"]], None, [["O"]], [7], "ner.jsonl", ("w", "t"))
+        tokens.read_cells(Cells([["a", "b"]], None, [["O"]], [7], "ner.jsonl", "w", "t"))
     texts = registry.reader(["good", "bad"], [1, "1.0"])
     assert texts.cells == registry.get("classification").cells == registry.get("regression").cells
-    read = texts.read_cells(["good", "bad"], ["x", "y"], [1, "1.0"], [1, 2], "a.csv", ("text", "label"))
+    read = texts.read_cells(Cells(["good", "bad"], ["x", "y"], [1, "1.0"], [1, 2], "a.csv", "text", "label"))
     assert read == (["good", "bad"], ["x", "y"], ["1", "1"], True)
     with pytest.raises(DataError, match="holds a tag per word \\(token data\\), which the task 'regression'"):
         registry.resolve("regression", ["O O"], False, tokens.cells, "ner.jsonl")
