@@ -35,6 +35,7 @@ def read_split(
     warnings; rows whose label the task cannot read (a score that is not a number) are dropped."""
     name, task = Path(path).name, task or tasks.get(None)
     df, _ = read_limited(path, max_rows)
+    df = tasks.framed(df, name, task)  # at the run's task settings (columns it assembles)
     check_mapped_columns(df, mapping, name)
     warnings: list[str] = []
     usable = check_usable(df, mapping, name, True, warnings)

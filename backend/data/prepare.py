@@ -114,7 +114,9 @@ def prepare(
     _check_options(eval_path, eval_fraction, max_train_samples)
     warnings: list[str] = []
     chosen = (text_column, text_pair_column, label_column)
-    spec, pool = _read_train(path, chosen, options, max_rows, drop_invalid, warnings)
+    # a named task frames the table at the run's settings too (its columns from others: Task.frame)
+    named = None if task in (registry.AUTO, None, "") else registry.get(task).configured(task_config)
+    spec, pool = _read_train(path, chosen, options, max_rows, drop_invalid, warnings, named)
     kind = registry.resolve(task, pool.names, pool.numeric, pool.reader.cells, path_name(path))
     kind = kind.configured(task_config)  # the run's task settings (the tag scheme...), checked
     column = spec.mapping.label
@@ -127,7 +129,7 @@ def prepare(
         train, evaluation = _split_off_eval(kind, train, eval_fraction, seed)
     else:
         eval_spec, evaluation = _read_eval(
-            eval_path, spec.mapping, kind, label_names, max_rows, drop_invalid, warnings
+            eval_path, spec.mapping, kind, label_names, max_rows, drop_invalid, warnings, named
         )
     train = _limit_train(kind, train, max_train_samples, seed, warnings)
     return PreparedData(train, evaluation, label_names, warnings, spec, eval_spec, kind)
@@ -190,10 +192,12 @@ def _read_train(
     max_rows: int | None,
     drop_invalid: bool,
     warnings: list[str],
+    named: Task | None = None,
 ) -> tuple[DatasetSpec, UsableRows]:
     """Read the training file once: its spec and usable rows under the resolved mapping."""
     name = Path(path).name
     df, sha256 = read_limited(path, max_rows)
+    df = registry.framed(df, name, named) if named is not None else df
     warnings.extend(df.attrs.get("warnings", []))  # e.g. spans that did not align with words
     mapping = resolve_mapping(df, name, *chosen, options=options)
     usable = check_usable(df, mapping, name, drop_invalid, warnings)
@@ -208,10 +212,12 @@ def _read_eval(
     max_rows: int | None,
     drop_invalid: bool,
     warnings: list[str],
+    named: Task | None = None,
 ) -> tuple[DatasetSpec, Split]:
     """Read the eval file once, under the training file's mapping, task and labels."""
     name = Path(path).name
     df, sha256 = read_limited(path, max_rows)
+    df = registry.framed(df, name, named) if named is not None else df
     warnings.extend(df.attrs.get("warnings", []))
     check_mapped_columns(df, mapping, name)
     usable = check_usable(df, mapping, name, drop_invalid, warnings)

@@ -25,6 +25,7 @@ from backend.data.token_files import (
     spans_to_tokens,
 )
 from backend.errors import DataError
+from backend.tasks import registry as tasks
 
 TABLE_EXTENSIONS = (".csv", ".tsv", ".jsonl", ".json", ".parquet")
 SUPPORTED_EXTENSIONS = (*TABLE_EXTENSIONS, *TOKEN_EXTENSIONS)  # token files: a word and a tag per line
@@ -59,6 +60,13 @@ def read_table_with_sha256(path: str | Path) -> tuple[pd.DataFrame, str]:
 
 
 def _read(p: Path) -> tuple[pd.DataFrame, bytes]:
+    """The table at ``p`` as the tasks read it (``Task.frame``: columns one assembles from others,
+    each at its defaults), and the bytes it was parsed from."""
+    df, data = _parse(p)
+    return tasks.framed(df, p.name), data
+
+
+def _parse(p: Path) -> tuple[pd.DataFrame, bytes]:
     """The table at ``p`` and the bytes it was parsed from."""
     ext = p.suffix.lower()
     if ext not in SUPPORTED_EXTENSIONS:

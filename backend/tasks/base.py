@@ -162,6 +162,13 @@ class Task(ABC):
     # (``read_cells``); tasks that read the same kind of cells may then train on the file.
     cells: ClassVar[str] = "one label per text"
 
+    def frame(self, df: Any, source: str) -> Any:
+        """A table (a DataFrame) as this task reads it: columns it assembles from others (one
+        0/1 column per label made one column of label sets), at its settings; every task's runs
+        at its defaults on every table read, before its columns are mapped. The table as it is
+        by default."""
+        return df
+
     def holds(self, text_cells: list[Any], label_cells: list[Any]) -> bool:
         """Whether a sample of a file's text and label cells is this task's kind: no list."""
         return not any(as_list(v) is not None for v in (*text_cells, *label_cells))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import fields
 from typing import Any
 
 from backend.errors import ConfigError, DataError
@@ -11,7 +12,10 @@ from backend.tasks.regression import MANY_VALUES, Regression
 from backend.tasks.token_classification import TokenClassification
 
 AUTO = "auto"
-__all__ = ["AUTO", "DEFAULT", "MANY_VALUES", "all_tasks", "get", "keys", "register", "resolve", "resolve_key"]
+__all__ = [
+    "AUTO", "DEFAULT", "MANY_VALUES", "all_roles", "all_tasks", "framed", "get", "implied_by", "keys",
+    "names_for", "of_manifest", "reader", "register", "resolve", "resolve_key",
+]  # fmt: skip
 # "auto" tries these in the order they are registered; the last one takes any column
 _TASKS: list[Task] = []
 DEFAULT = Classification.key
@@ -67,6 +71,14 @@ def resolve(key: str | None, names: list[str], numeric: bool, cells: str, source
     return task
 
 
+def framed(df: Any, source: str, task: Task | None = None) -> Any:
+    """A table as the tasks read it: ``task``'s ``frame`` at its settings, or every task's at its
+    defaults (the data's task not known yet)."""
+    for each in [task] if task is not None else all_tasks():
+        df = each.frame(df, source)
+    return df
+
+
 def of_manifest(manifest: dict[str, Any]) -> Task:
     """A saved run's task with the settings it trained with (runs before task settings: none)."""
     return get(manifest.get("task")).configured(manifest.get("task_config"))
@@ -91,18 +103,23 @@ def names_for(slot: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(n for r in all_roles() if r.slot == slot for n in r.names))
 
 
-def implied_by(options: list[str]) -> str | None:
-    """The task a run's chosen columns imply (a score column: regression): the one task that
-    has the role of a given option, when only one has it; None when the options say nothing."""
-    for option in options:
-        owners = [t.key for t in all_tasks() if any(r.option == option for r in t.roles)]
+def implied_by(options: list[str], settings: list[str] | None = None) -> str | None:
+    """The task a run's chosen columns or task settings imply (a score column: regression): the
+    one task that has the role of a given option, or a given setting, when only one has it;
+    None when they say nothing."""
+    for name in [*options, *(settings or [])]:
+        owners = [
+            t.key
+            for t in all_tasks()
+            if any(r.option == name for r in t.roles) or name in {f.name for f in fields(t.settings_cls)}
+        ]
         if len(owners) == 1 and len(all_tasks()) > 1 and owners != [DEFAULT]:
             return owners[0]
     return None
 
 
-def resolve_key(key: str | None, options: list[str]) -> str:
-    """The task a run's settings ask for: a column option only one task has (``--score-column``)
-    means that task unless a task is named."""
-    implied = implied_by(options) if key in (AUTO, None, "") else None
+def resolve_key(key: str | None, options: list[str], settings: list[str] | None = None) -> str:
+    """The task a run's settings ask for: a column option or a task setting only one task has
+    (``--score-column``, ``--tag-scheme``) means that task unless a task is named."""
+    implied = implied_by(options, settings) if key in (AUTO, None, "") else None
     return implied or key or AUTO

@@ -278,7 +278,9 @@ def load_data(cfg: TrainConfig, *, max_rows: int | None = None) -> PreparedData:
     return prepare(
         cfg.data,
         cfg.eval_data,
-        task=tasks.resolve_key(cfg.task, [o for options in chosen.values() for o in options]),
+        task=tasks.resolve_key(
+            cfg.task, [o for options in chosen.values() for o in options], [*cfg.task_config]
+        ),
         text_column=text,
         text_pair_column=pair,
         label_column=label,
