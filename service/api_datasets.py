@@ -105,6 +105,13 @@ class DatasetsApi(WorkbenchState):
 
     def dataset_preview(self, dataset_id: int) -> DatasetPreview:
         """``dataset_stats`` of a stored dataset, token lengths (of a sample) included."""
+        return self._stats(dataset_id, self._default_tokenizer())
+
+    def dataset_task(self, dataset_id: int) -> str:
+        """The task "auto" trains on a stored dataset (its label column read; no tokenizer)."""
+        return str(self._stats(dataset_id, None)["task"])
+
+    def _stats(self, dataset_id: int, tokenizer: Any) -> DatasetPreview:
         row = datasets.get(self.db, dataset_id)
         if row is None:
             raise ConfigError(f"no dataset {dataset_id}")
@@ -113,21 +120,8 @@ class DatasetsApi(WorkbenchState):
             text_column=row.text_column,
             text_pair_column=row.text_pair_column,
             label_column=row.label_column,
-            tokenizer=self._default_tokenizer(),
+            tokenizer=tokenizer,
         )
-
-    def dataset_task(self, dataset_id: int) -> str:
-        """The task "auto" trains on a stored dataset (its label column read; no tokenizer)."""
-        row = datasets.get(self.db, dataset_id)
-        if row is None:
-            raise ConfigError(f"no dataset {dataset_id}")
-        stats = dataset_stats(
-            row.path,
-            text_column=row.text_column,
-            text_pair_column=row.text_pair_column,
-            label_column=row.label_column,
-        )
-        return str(stats["task"])
 
     def _default_tokenizer(self) -> Any:
         from backend.catalogue import DEFAULT_MODEL, load_tokenizer, model_info
