@@ -34,11 +34,11 @@ def read_split(
     """The file's usable rows as a Split of the run's task's targets (class ids, scores), and any
     warnings; rows whose label the task cannot read (a score that is not a number) are dropped."""
     name, task = Path(path).name, task or tasks.get(None)
-    df, _ = read_limited(path, max_rows)
-    df = tasks.framed(df, name, task)  # at the run's task settings (columns it assembles)
+    df, _ = read_limited(path, max_rows, task)  # framed at the run's task settings (columns it assembles)
     check_mapped_columns(df, mapping, name)
     warnings: list[str] = []
-    usable = check_usable(df, mapping, name, True, warnings)
+    usable = check_usable(df, mapping, name, True, warnings, task)
+    tasks.resolve(task.key, usable.names, usable.numeric, usable.reader.cells, name)  # the run's kind of data
     usable = drop_unreadable(task, usable, name, mapping.label, True, warnings)
     unknown = task.unknown_labels(usable.names, label_names)
     if unknown:

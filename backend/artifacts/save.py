@@ -42,7 +42,8 @@ def write_common(
     spec = registry.get(cfg.method)
     tokenizer.save_pretrained(str(out_dir))
     (out_dir / "labels.json").write_text(
-        json.dumps({"id2label": data.id2label, "label2id": data.label2id}, indent=2)
+        # the names, and what the task says a loader needs beside them (a threshold)
+        json.dumps({"id2label": data.id2label, "label2id": data.label2id, **data.task.label_file()}, indent=2)
     )
     # The numbers the run trained with, and what "auto" asked for and chose (candidates, scores).
     record = {

@@ -33,11 +33,14 @@ class UsableRows:
     reader: Task = field(default_factory=lambda: registry.get(None))
 
 
-def usable_rows(df: pd.DataFrame, mapping: ColumnMapping, source_name: str) -> UsableRows:
+def usable_rows(
+    df: pd.DataFrame, mapping: ColumnMapping, source_name: str, named: Task | None = None
+) -> UsableRows:
     """Split rows into usable ones and ones with a missing text, pair or label.
 
     The caller decides whether ``missing`` is an error or a warning. The cells are read by the
-    first task whose kind of cells they are (token data: lists of words and tags).
+    first task whose kind of cells they are (token data: lists of words and tags), the run's
+    task (``named``, at its settings) first.
     """
     roles = {"text": mapping.text, "label": mapping.label}
     if mapping.text_pair:
@@ -52,7 +55,7 @@ def usable_rows(df: pd.DataFrame, mapping: ColumnMapping, source_name: str) -> U
             keep.append(index)
     rows = [i + 1 for i in keep]
     text_cells, label_cells = df[mapping.text].tolist(), df[mapping.label].tolist()
-    reader = registry.reader(text_cells[:1000], label_cells[:1000])
+    reader = registry.reader(text_cells[:1000], label_cells[:1000], named)
     pair_cells = df[mapping.text_pair].tolist() if mapping.text_pair else None
     cells = Cells(
         [text_cells[i] for i in keep],
@@ -73,12 +76,13 @@ def check_usable(
     name: str,
     drop_invalid: bool,
     warnings: list[str],
+    named: Task | None = None,
 ) -> UsableRows:
     """The usable rows of one file; missing cells are a DataError unless ``drop_invalid``.
 
     With ``drop_invalid`` each dropped row is counted in a warning appended to ``warnings``.
     """
-    usable = usable_rows(df, mapping, name)
+    usable = usable_rows(df, mapping, name, named)
     if usable.missing and not drop_invalid:
         raise DataError(
             f"{name}: {usable.dropped} row(s) cannot be used: "

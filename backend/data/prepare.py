@@ -129,7 +129,7 @@ def prepare(
         train, evaluation = _split_off_eval(kind, train, eval_fraction, seed)
     else:
         eval_spec, evaluation = _read_eval(
-            eval_path, spec.mapping, kind, label_names, max_rows, drop_invalid, warnings, named
+            eval_path, spec.mapping, kind, label_names, max_rows, drop_invalid, warnings
         )
     train = _limit_train(kind, train, max_train_samples, seed, warnings)
     return PreparedData(train, evaluation, label_names, warnings, spec, eval_spec, kind)
@@ -196,11 +196,10 @@ def _read_train(
 ) -> tuple[DatasetSpec, UsableRows]:
     """Read the training file once: its spec and usable rows under the resolved mapping."""
     name = Path(path).name
-    df, sha256 = read_limited(path, max_rows)
-    df = registry.framed(df, name, named) if named is not None else df
+    df, sha256 = read_limited(path, max_rows, named)
     warnings.extend(df.attrs.get("warnings", []))  # e.g. spans that did not align with words
     mapping = resolve_mapping(df, name, *chosen, options=options)
-    usable = check_usable(df, mapping, name, drop_invalid, warnings)
+    usable = check_usable(df, mapping, name, drop_invalid, warnings, named)
     return DatasetSpec.of(path, sha256, df, mapping, usable), usable
 
 
@@ -212,15 +211,14 @@ def _read_eval(
     max_rows: int | None,
     drop_invalid: bool,
     warnings: list[str],
-    named: Task | None = None,
 ) -> tuple[DatasetSpec, Split]:
-    """Read the eval file once, under the training file's mapping, task and labels."""
+    """Read the eval file once, under the training file's mapping, task (at the run's settings:
+    its cells read as the training file's were) and labels."""
     name = Path(path).name
-    df, sha256 = read_limited(path, max_rows)
-    df = registry.framed(df, name, named) if named is not None else df
+    df, sha256 = read_limited(path, max_rows, task)
     warnings.extend(df.attrs.get("warnings", []))
     check_mapped_columns(df, mapping, name)
-    usable = check_usable(df, mapping, name, drop_invalid, warnings)
+    usable = check_usable(df, mapping, name, drop_invalid, warnings, task)
     registry.resolve(task.key, usable.names, usable.numeric, usable.reader.cells, name)  # same kind of data
     usable = drop_unreadable(task, usable, name, mapping.label, drop_invalid, warnings)
     usable = normalised(task, usable, name, warnings)

@@ -26,6 +26,7 @@ from backend.data.token_files import (
 )
 from backend.errors import DataError
 from backend.tasks import registry as tasks
+from backend.tasks.base import Task
 
 TABLE_EXTENSIONS = (".csv", ".tsv", ".jsonl", ".json", ".parquet")
 SUPPORTED_EXTENSIONS = (*TABLE_EXTENSIONS, *TOKEN_EXTENSIONS)  # token files: a word and a tag per line
@@ -40,30 +41,31 @@ MAX_CELL_CHARS = 1_000_000
 csv.field_size_limit(max(csv.field_size_limit(), MAX_CELL_CHARS))
 
 
-def read_table(path: str | Path) -> pd.DataFrame:
+def read_table(path: str | Path, task: Task | None = None) -> pd.DataFrame:
     """Read CSV/TSV/JSONL/JSON/Parquet into a DataFrame of all columns.
 
     CSV/TSV cells stay strings exactly as written ("NA" and "null" are text).
     Row ``i`` of the frame is data row ``i + 1`` of the file. Raises DataError
-    naming the file (and line, where there is one) for every read problem.
+    naming the file (and line, where there is one) for every read problem. ``task``: a run's
+    task, whose ``frame`` alone applies, at its settings (None: every task's, at its defaults).
     """
-    return _read(Path(path))[0]
+    return _read(Path(path), task)[0]
 
 
-def read_table_with_sha256(path: str | Path) -> tuple[pd.DataFrame, str]:
+def read_table_with_sha256(path: str | Path, task: Task | None = None) -> tuple[pd.DataFrame, str]:
     """``read_table``, plus the SHA-256 of the very bytes it parsed (``file_sha256``'s value).
 
     One pass over the file: what was checked and what gets stored are named by one hash.
     """
-    df, data = _read(Path(path))
+    df, data = _read(Path(path), task)
     return df, hashlib.sha256(data).hexdigest()
 
 
-def _read(p: Path) -> tuple[pd.DataFrame, bytes]:
-    """The table at ``p`` as the tasks read it (``Task.frame``: columns one assembles from others,
-    each at its defaults), and the bytes it was parsed from."""
+def _read(p: Path, task: Task | None = None) -> tuple[pd.DataFrame, bytes]:
+    """The table at ``p`` as the tasks read it (``Task.frame``: columns one assembles from others;
+    ``task``'s at its settings, else each task's at its defaults), and the bytes it was parsed from."""
     df, data = _parse(p)
-    return tasks.framed(df, p.name), data
+    return tasks.framed(df, p.name, task), data
 
 
 def _parse(p: Path) -> tuple[pd.DataFrame, bytes]:

@@ -17,6 +17,7 @@ from backend.data.check import UsableRows, label_counts
 from backend.data.limits import check_row_count
 from backend.data.mapping import ColumnMapping
 from backend.data.read import read_table_with_sha256
+from backend.tasks.base import Task
 
 
 @dataclass(frozen=True)
@@ -51,11 +52,14 @@ class DatasetSpec:
         return cls(Path(path), sha256, mapping, columns, len(df), usable.dropped, label_counts(usable))
 
 
-def read_limited(path: str | Path, max_rows: int | None) -> tuple[pd.DataFrame, str]:
-    """The table at ``path`` and the SHA-256 of its bytes; over ``max_rows`` rows is a DataError.
+def read_limited(
+    path: str | Path, max_rows: int | None, task: Task | None = None
+) -> tuple[pd.DataFrame, str]:
+    """The table at ``path`` (framed by ``task``: ``read_table``) and the SHA-256 of its bytes;
+    over ``max_rows`` rows is a DataError.
 
     The first checks every data file meets, before its columns are looked at.
     """
-    df, sha256 = read_table_with_sha256(path)
+    df, sha256 = read_table_with_sha256(path, task)
     check_row_count(len(df), max_rows, Path(path).name)
     return df, sha256

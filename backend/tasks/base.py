@@ -173,6 +173,12 @@ class Task(ABC):
         """Whether a sample of a file's text and label cells is this task's kind: no list."""
         return not any(as_list(v) is not None for v in (*text_cells, *label_cells))
 
+    def reads(self, text_cells: list[Any], label_cells: list[Any]) -> bool:
+        """Whether this task, named for a run, reads a file of these cells, where "auto" would
+        need ``holds`` to say the file is its kind (a label-set task reads single labels as sets
+        of one): ``holds`` by default."""
+        return self.holds(text_cells, label_cells)
+
     def read_cells(self, cells: Cells) -> tuple[list[str], list[str] | None, list[str], bool]:
         """Each usable row's text, second text and label name as this task's rows hold them, and
         whether every label is a whole number. 1, "1" and 1.0 are one label."""
@@ -485,6 +491,11 @@ class Task(ABC):
     def card_outputs(self, label_names: list[str]) -> str:
         """The model card's sentence on what the model outputs."""
         return f"Outputs: {', '.join(label_names)}."
+
+    def label_file(self) -> dict[str, Any]:
+        """What ``labels.json`` holds beside ``id2label`` and ``label2id``, for a loader of the
+        export (a label-set task's threshold): nothing by default."""
+        return {}
 
     def card_predict(self, library: str, prompts_in_input: bool) -> str:
         """The model card's lines after ``out = model(**enc)`` for an export of ``library``

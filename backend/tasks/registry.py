@@ -47,9 +47,12 @@ def get(key: str | None) -> Task:
     raise ConfigError(f"unknown task '{key}'; choose one of: {AUTO}, {', '.join(keys())}")
 
 
-def reader(text_cells: list[Any], label_cells: list[Any]) -> Task:
-    """The task that reads a file whose text and label cells (a sample) are these: the first
-    whose kind of cells they are (``Task.holds``)."""
+def reader(text_cells: list[Any], label_cells: list[Any], named: Task | None = None) -> Task:
+    """The task that reads a file whose text and label cells (a sample) are these: ``named`` (the
+    run's task, at its settings) when it reads them (``Task.reads``), else the first whose kind of
+    cells they are (``Task.holds``), at its defaults."""
+    if named is not None and named.reads(text_cells, label_cells):
+        return named
     return next(t for t in _TASKS if t.holds(text_cells, label_cells))
 
 
