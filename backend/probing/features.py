@@ -86,7 +86,7 @@ def compute_features(
         batch = {k: v.to(device) for k, v in batch.items()}
         with autocast(device, precision):
             out = encoder(**batch, output_hidden_states=True)
-        if labels.dim() == 2:  # per word: each row's first sub-words, every layer
+        if enc.task.per_word:  # each row's first sub-words, every layer (a label set is 2-D too)
             states = torch.stack([h.float().cpu() for h in out.hidden_states])
             for i, row in enumerate(rows):
                 words[row] = states[:, i][:, labels[i] != IGNORE]
