@@ -60,6 +60,9 @@ CSS = (
 td[data-cell] { cursor: pointer; }
 td.wb-right { background: rgba(22, 163, 74, 0.12); }
 td.wb-wrong { background: rgba(220, 38, 38, 0.14); }
+.wb-missed { color: #b91c1c; text-decoration: line-through; }
+.wb-extra { color: #b45309; font-style: italic; }
+.wb-chosen { color: var(--body-text-color); }
 td.wb-selected { outline: 2px solid var(--color-accent); outline-offset: -2px; }
 #wb-nav { gap: 0.4rem; flex-wrap: wrap; }
 #wb-nav button { flex: 0 1 auto; }

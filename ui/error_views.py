@@ -137,6 +137,36 @@ def tagged_examples(result: dict[str, Any]) -> str:
     return tables.to_html(frame, caption=caption, empty="No sentence matches.")
 
 
+def label_set_examples(result: dict[str, Any]) -> str:
+    """A label-set run's rows, the most errors first: the gold and predicted labels, and the ones
+    it missed and added (``true``, ``predicted``, ``missed``, ``extra``: lists of names)."""
+    has_pair = any(r.get("pair") for r in result["rows"])
+
+    def names(row: dict[str, Any], key: str, kind: str = "") -> Any:
+        shown = ", ".join(html.escape(str(n)) for n in row.get(key) or []) or "–"
+        return tables.Html(f'<span class="{kind}">{shown}</span>') if kind and row.get(key) else shown
+
+    rows = [
+        [r["row"], r["text"], *([r["pair"]] if has_pair else []), names(r, "true"), names(r, "predicted"),
+         names(r, "missed", "wb-missed"), names(r, "extra", "wb-extra")]
+        for r in result["rows"]
+    ]  # fmt: skip
+    columns = ["Row", "Text", *(["Second text"] if has_pair else []), "True", "Predicted", "Missed", "Extra"]
+    caption = f"{result['matching']:,} of {result['total']:,} examples match, the most errors first"
+    if len(rows) < result["matching"]:
+        caption += f" (first {len(rows):,} shown; the CSV has them all)"
+    return tables.to_html(pd.DataFrame(rows, columns=columns), caption=caption, empty="No example matches.")
+
+
+# how error analysis draws the examples of a task's view kind other than "label" (which has its
+# confusion matrix and reliability diagram): what a row is, in what order, and the table
+EXAMPLE_VIEWS: dict[str, tuple[str, str, Any]] = {
+    "score": ("examples", "the largest errors first", examples_table),
+    "tags": ("sentences", "the most errors first", tagged_examples),
+    "labels": ("examples", "the most missed and extra labels first", label_set_examples),
+}
+
+
 def _with_confidence(label: str, confidence: float | None) -> str:
     return label if confidence is None else f"{label} ({confidence:.2f})"
 

@@ -252,8 +252,8 @@ def _label_set_cells(item: dict[str, Any]) -> list[Any]:
     shown = []
     for entry in sorted(item.get("labels") or [], key=lambda e: -float(e["probability"])):
         text = f"{html.escape(str(entry['name']))} {100 * float(entry['probability']):.1f}%"
-        shown.append(f"<b>✓ {text}</b>" if entry["chosen"] else f"<span>{text}</span>")
-    return [item["label"] or "(no label)", " · ".join(shown)]
+        shown.append(f'<b class="wb-chosen">✓ {text}</b>' if entry["chosen"] else f"<span>{text}</span>")
+    return [item["label"] or "(no label)", Html(" · ".join(shown))]
 
 
 # a task's view kind -> Try it's columns and one prediction's cells after the run's name

@@ -865,7 +865,8 @@ def test_try_it_draws_a_set_of_labels_with_every_probability_and_the_chosen_mark
                        {"name": "joy", "probability": 0.83, "chosen": True}]}  # fmt: skip
     row = predictions_table([{"id": 4, "name": "lora", "view": "labels", "predictions": [item]}]).iloc[0]
     assert row["Prediction"] == "joy, surprise"
-    assert row["Every label"] == "<b>✓ joy 83.0%</b> · <b>✓ surprise 61.0%</b> · <span>anger 4.0%</span>"
+    marked = '<b class="wb-chosen">✓ joy 83.0%</b> · <b class="wb-chosen">✓ surprise 61.0%</b>'
+    assert str(row["Every label"]) == f"{marked} · <span>anger 4.0%</span>"  # drawn as HTML, not escaped
     none = {**item, "label": "", "labels": item["labels"][:1]}  # nothing over the threshold
     empty = predictions_table([{"id": 5, "name": "x", "view": "labels", "predictions": [none]}])
-    assert empty.iloc[0]["Prediction"] == "(no label)" and "<b>" not in empty.iloc[0]["Every label"]
+    assert empty.iloc[0]["Prediction"] == "(no label)" and "<b" not in str(empty.iloc[0]["Every label"])

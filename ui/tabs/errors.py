@@ -15,12 +15,12 @@ import gradio as gr
 from ui.endpoints import Endpoints
 from ui.error_views import (
     CELL_CLICK_JS,
+    EXAMPLE_VIEWS,
     SEP,
     confusion_html,
     disagreements_table,
     examples_table,
     reliability_svg,
-    tagged_examples,
 )
 from ui.feedback import done, problem
 from ui.nav import Page
@@ -75,10 +75,8 @@ class _Handlers:
         where = {"sort": sort or "confidence_desc", "dataset_id": source or None}
         try:
             result = self.endpoints.predictions(int(job_id), **filters, **where)
-            if result.get("kind") == "score":
-                return self._residuals(int(job_id), result, filters, where)
-            if result.get("kind") == "tags":
-                return self._tagged(int(job_id), result, filters, where)
+            if result.get("kind") in EXAMPLE_VIEWS:
+                return self._examples(int(job_id), result, filters, where)
             calibration = self.endpoints.calibration(int(job_id), source or None)
             labels, matrix, accuracy = self._confusion(int(job_id), source)
             csv = self.endpoints.predictions_csv(int(job_id), **filters, **where)
@@ -97,36 +95,20 @@ class _Handlers:
             gr.DownloadButton(value=csv.path, interactive=True),
         )
 
-    def _residuals(
+    def _examples(
         self, job_id: int, result: dict[str, Any], filters: dict[str, Any], where: dict[str, Any]
     ) -> tuple[str, str, str, str, Any]:
-        """A run whose prediction is a number: its score, predicted against true, and the rows
-        with the largest errors first ("wrong only": those off by more than its RMSE)."""
+        """A run whose rows are not one label with a confidence (``EXAMPLE_VIEWS``: a number, a
+        tag per word, a set of labels): its headline metrics, the predicted-against-true chart
+        where its task draws one (a number), and its rows in the view's order."""
+        unit, order, draw = EXAMPLE_VIEWS[result["kind"]]
         job = self.endpoints.job(job_id, 0)
         metrics = job.get("metrics") or {}
         shown = [f"{k} {metrics[k]:.4f}" for k in job.get("headline") or () if metrics.get(k) is not None]
-        summary = f"**{result['total']:,} examples** · {' · '.join(shown)} · the largest errors first"
+        summary = f"**{result['total']:,} {unit}** · {' · '.join(shown)} · {order}"
         csv = self.endpoints.predictions_csv(job_id, **filters, **where)
         scatter = "" if where.get("dataset_id") else self.endpoints.api.prediction_scatter(job_id)
-        return (
-            summary,
-            scatter,
-            "",
-            examples_table(result),
-            gr.DownloadButton(value=csv.path, interactive=True),
-        )
-
-    def _tagged(
-        self, job_id: int, result: dict[str, Any], filters: dict[str, Any], where: dict[str, Any]
-    ) -> tuple[str, str, str, str, Any]:
-        """A tag-per-word run: its scores, and its sentences with the most entity errors first,
-        gold and predicted spans side by side ("wrong only": sentences with an error)."""
-        job = self.endpoints.job(job_id, 0)
-        metrics = job.get("metrics") or {}
-        shown = [f"{k} {metrics[k]:.4f}" for k in job.get("headline") or () if metrics.get(k) is not None]
-        summary = f"**{result['total']:,} sentences** · {' · '.join(shown)} · the most errors first"
-        csv = self.endpoints.predictions_csv(job_id, **filters, **where)
-        return summary, "", "", tagged_examples(result), gr.DownloadButton(value=csv.path, interactive=True)
+        return summary, scatter, "", draw(result), gr.DownloadButton(value=csv.path, interactive=True)
 
     def _confusion(self, job_id: int, source: int | None) -> tuple[list[str], list[list[int]], float]:
         if source:
