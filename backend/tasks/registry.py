@@ -8,6 +8,7 @@ from typing import Any
 from backend.errors import ConfigError, DataError
 from backend.tasks.base import Role, Task
 from backend.tasks.classification import Classification
+from backend.tasks.multi_label import MultiLabel
 from backend.tasks.regression import MANY_VALUES, Regression
 from backend.tasks.token_classification import TokenClassification
 
@@ -30,7 +31,7 @@ def register(task: Task) -> None:
     _TASKS.append(task)
 
 
-for _task in (TokenClassification(), Regression(), Classification()):
+for _task in (TokenClassification(), MultiLabel(), Regression(), Classification()):
     register(_task)
 
 

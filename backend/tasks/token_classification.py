@@ -101,8 +101,9 @@ class TokenClassification(Task):
         return True  # the registry offers it for token data only
 
     def holds(self, text_cells: list[Any], label_cells: list[Any]) -> bool:
-        """Token data: the text or the label column holds lists (words, tags) in some row."""
-        return any(as_list(v) is not None for v in (*text_cells, *label_cells))
+        """Token data: the text column holds lists (words) in some row (a list of labels beside a
+        text is a label set)."""
+        return any(as_list(v) is not None for v in text_cells)
 
     def read_cells(self, cells: Cells) -> tuple[list[str], list[str] | None, list[str], bool]:
         """Each row's words and tags, checked and joined by single spaces (a word or tag holds no

@@ -461,6 +461,54 @@ def test_a_conll_upload_trains_lora_and_try_it_highlights_its_entities(
     shot(page, artifacts, "10-try-it-entities")
 
 
+def test_a_goemotions_sample_trains_lora_and_try_it_marks_the_chosen_labels(
+    page: Any, client: Any, shared_data: Path, tmp_path: Path, artifacts: Path
+) -> None:
+    """Issue 46: a GoEmotions sample (labels joined by ";") is recognised as label sets; LoRA
+    trains on it from the Train tab; Try it lists every label with its probability and ticks the
+    chosen ones, those over the threshold the run chose."""
+    from playwright.sync_api import expect
+
+    rows = list(csv.DictReader((shared_data / "goemotions" / "train.csv").open()))[:400]
+    sample = tmp_path / "goemotions-sample.csv"
+    with sample.open("w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=["id", "text", "labels"])
+        writer.writeheader()
+        writer.writerows(rows)
+    page.locator("#upload-dataset input[type=file]").set_input_files(str(sample))
+    expect(page.locator("#data-message")).to_contain_text("Registered")
+    expect(page.get_by_text("a set of labels per row (multi-label)")).to_be_visible()
+    expect(page.get_by_label("Labels column", exact=True)).to_have_value("labels")
+    shot(page, artifacts, "11-data-label-sets")
+
+    nav(page, "Train").click()
+    page.get_by_role("radio", name="LoRA", exact=True).check()
+    _type_common(page, epochs="3", lr="0.003")
+    job_id = _launch(page)
+    finished = wait_finished(client, [job_id])[job_id]
+    assert finished["status"] == "succeeded", finished
+    assert finished["task"] == "multi-label"
+    threshold = client.predict(job_id=job_id, log_tail=0, api_name="/job")["metrics"]["threshold"]
+
+    nav(page, "Compare").click()
+    page.get_by_role("button", name="Refresh list").filter(visible=True).click()
+    page.get_by_role("checkbox", name=re.compile(rf"^#{job_id} ")).check()
+    page.get_by_role("button", name="Compare ticked runs").click()
+    expect(page.locator("#compare-table")).to_contain_text(f"#{job_id} ")
+    page.get_by_label("Text to classify").fill("Thank you so much, this is wonderful!")
+    page.get_by_role("button", name="Predict", exact=True).click()
+    chosen = page.locator("#predictions b.wb-chosen")
+    expect(chosen.first).to_be_visible(timeout=JOB_TIMEOUT_MS)
+    every = page.locator("#predictions td").filter(has=page.locator("b.wb-chosen"))
+    entries = every.inner_text().split(" · ")
+    assert len(entries) == 28 and all(re.search(r" \d+\.\d%$", e) for e in entries), entries
+    ticked = [e for e in entries if e.startswith("✓ ")]
+    assert len(ticked) == chosen.count() >= 1
+    assert all(float(e.rsplit(" ", 1)[1][:-1]) >= 100 * threshold - 0.05 for e in ticked), (ticked, threshold)
+    assert all(float(e.rsplit(" ", 1)[1][:-1]) < 100 * threshold + 0.05 for e in entries if e not in ticked)
+    shot(page, artifacts, "12-try-it-label-sets")
+
+
 # Issue 50: every chart on the Data tab draws a bar per bin the summary computed, in order, for a
 # label per text (the example), a score per pair and a tag per word.
 RANK = "\u200b\u200c\u200d\u2060"  # ui.charts' invisible rank prefix, left out when read

@@ -420,16 +420,25 @@ def test_task_settings_have_their_forms_shown_for_their_task_or_auto(
         forms = build_method_forms(methods, "lora")
         task_forms = build_task_forms(tasks, auto="auto")
     with_settings = [t["key"] for t in tasks if t["fields"]]
-    assert list(task_forms.groups) == with_settings == ["token-classification"]
-    assert [u["visible"] for u in task_forms.visibility("auto")] == [True]
-    assert [u["visible"] for u in task_forms.visibility("token-classification")] == [True]
-    assert [u["visible"] for u in task_forms.visibility("classification")] == ["hidden"]
-    scheme = task_forms.controls[0]
+    assert list(task_forms.groups) == with_settings == ["token-classification", "multi-label"]
+    assert [u["visible"] for u in task_forms.visibility("auto")] == [True, True]
+    assert [u["visible"] for u in task_forms.visibility("token-classification")] == [True, "hidden"]
+    assert [u["visible"] for u in task_forms.visibility("classification")] == ["hidden", "hidden"]
+    scheme, threshold, separator, columns = task_forms.controls
     assert (scheme.name, scheme.component.label) == ("tag_scheme", "Tag scheme")
-    values = [None] * COMMON_SETTINGS + [c.component.value for c in forms.controls] + ["plain"]
+    assert (threshold.name, threshold.component.value, separator.component.value) == (
+        "threshold",
+        "auto",
+        "auto",
+    )
+    task_values = ["plain", "0.4", ";", "joy,fear"]
+    values = [None] * COMMON_SETTINGS + [c.component.value for c in forms.controls] + task_values
     controls, by_task = split_values(values, forms, task_forms)
-    assert len(controls) == len(forms.controls)
-    assert by_task == {"token-classification": {"tag_scheme": "plain"}}
+    assert len(controls) == len(forms.controls) and columns.name == "label_columns"
+    assert by_task == {
+        "token-classification": {"tag_scheme": "plain"},
+        "multi-label": {"threshold": "0.4", "label_separator": ";", "label_columns": "joy,fear"},
+    }
 
 
 def test_filled_settings_survive_the_method_change_firing_twice(

@@ -56,21 +56,23 @@ def from_flags() -> Iterator[FromFlags]:
 
 
 def write(path: Path, flags: tuple[str, str]) -> Path:
-    rows = [(f"text {i}", int(i % 3 == 0), int(i % 3 != 0)) for i in range(30)]
-    pd.DataFrame(rows, columns=["text", *flags]).to_csv(path, index=False)
+    """Texts, an id of numbers (so that the multi-label task's own detection of 0/1 columns stays
+    out: it wants texts beside them) and the two 0/1 columns."""
+    rows = [(f"text {i}", i, int(i % 3 == 0), int(i % 3 != 0)) for i in range(30)]
+    pd.DataFrame(rows, columns=["text", "id", *flags]).to_csv(path, index=False)
     return path
 
 
 def test_every_tasks_frame_runs_at_its_defaults_when_a_table_is_read(tmp_path: Path, from_flags: Any) -> None:
     path = write(tmp_path / "flags.csv", ("is_pos", "is_neg"))
-    assert list(read_table(path).columns) == ["text", "label"]
+    assert list(read_table(path).columns) == ["text", "id", "label"]
     data = prepare(path)  # auto: the assembled column is found as the label
     assert data.label_names == ["neg", "pos"] and data.mapping.label == "label"
 
 
 def test_a_named_task_frames_the_table_at_the_runs_settings(tmp_path: Path, from_flags: Any) -> None:
     path = write(tmp_path / "named.csv", ("pos", "neg"))  # no is_ prefix: the defaults find nothing
-    assert list(read_table(path).columns) == ["text", "pos", "neg"]
+    assert list(read_table(path).columns) == ["text", "id", "pos", "neg"]
     data = prepare(path, task="test-from-flags", task_config={"columns": "pos,neg"}, label_column="label")
     assert data.task.key == "test-from-flags" and data.label_names == ["neg", "pos"]
     with pytest.raises(DataError, match="no column 'joy' \\(label columns\\)"):
