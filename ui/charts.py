@@ -196,8 +196,15 @@ def compare_loss(compare: dict[str, Any]) -> pd.DataFrame:
 
 
 def compare_eval(compare: dict[str, Any]) -> pd.DataFrame:
-    """Every run's evaluation accuracy by epoch (layer sweeps have none: they are by layer)."""
-    return _per_run(compare, "eval_accuracy", "epoch", "accuracy")
+    """Every run's evaluation score (its primary metric: accuracy, micro-F1, Spearman...) by epoch;
+    runs from before the score was recorded per epoch: their accuracy. Layer sweeps have none:
+    they are by layer."""
+    runs = _runs(compare)
+    lines = (
+        (runs.get(str(job_id), f"#{job_id}"), series.get("eval_score") or series.get("eval_accuracy"))
+        for job_id, series in (compare.get("series") or {}).items()
+    )
+    return series_frame(lines, "epoch", "score", "run")
 
 
 def per_class_f1(compare: dict[str, Any]) -> tuple[pd.DataFrame, list[str]]:

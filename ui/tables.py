@@ -16,13 +16,14 @@ import pandas as pd
 from service.formatting import duration, size, with_interval
 from ui.charts import run_label
 
-RUN_COLUMNS = ["ID", "Name", "Method", "Settings", "Status", "Progress", "ETA", "Accuracy", "Where"]
+# "Score": a run's primary metric, named in the cell where it is not accuracy
+RUN_COLUMNS = ["ID", "Name", "Method", "Settings", "Status", "Progress", "ETA", "Score", "Where"]
 NO_LEARNING = "⚠ did not learn"
 COMPARE_COLUMNS = [
     "Run",
     "Method",
     "Settings",
-    "Accuracy [95% CI]",
+    "Score [95% CI]",  # titled by the runs' primary metric when they share one (``score_title``)
     "vs best",
     "Macro-F1",
     "Learning rate",
@@ -140,7 +141,15 @@ def compare_table(compare: dict[str, Any]) -> pd.DataFrame:
                 " ".join(filter(None, (r.get("learning_flag"), r.get("lr_choice_warning")))),
             ]
         )
-    return pd.DataFrame(rows + baseline_rows(compare), columns=COMPARE_COLUMNS)
+    columns = [score_title(compare) if c == "Score [95% CI]" else c for c in COMPARE_COLUMNS]
+    return pd.DataFrame(rows + baseline_rows(compare), columns=columns)
+
+
+def score_title(compare: dict[str, Any]) -> str:
+    """The score column's title: the compared runs' primary metric ("Accuracy [95% CI]",
+    "Micro-F1 [95% CI]") when they share one, else "Score [95% CI]" (each cell names its own)."""
+    metrics = {r.get("primary_metric") or "accuracy" for r in compare.get("table", [])}
+    return f"{metric_title(metrics.pop())} [95% CI]" if len(metrics) == 1 else "Score [95% CI]"
 
 
 def pooled_table(compare: dict[str, Any]) -> pd.DataFrame:
@@ -161,7 +170,13 @@ def pooled_table(compare: dict[str, Any]) -> pd.DataFrame:
 
 
 # how people write these metrics' names; any other: its key with the first letter up
-METRIC_TITLES = {"macro_f1": "Macro-F1", "rmse": "RMSE", "mae": "MAE", "entity_f1": "Entity F1"}
+METRIC_TITLES = {
+    "macro_f1": "Macro-F1",
+    "rmse": "RMSE",
+    "mae": "MAE",
+    "entity_f1": "Entity F1",
+    "micro_f1": "Micro-F1",
+}
 
 
 def metric_title(name: str) -> str:

@@ -104,7 +104,7 @@ def test_regression_jobs_report_their_task_and_pair_by_spearman(
     head = "\n".join(lines[: lines.index("log (last lines):")])
     assert f"spearman: {lora['metrics']['spearman']:.4f}  pearson: " in head and "accuracy" not in head
     reference = compare_table(compared).iloc[-1]
-    assert reference["Run"] == "Baseline (reference)" and reference["Accuracy [95% CI]"] == "0.000 spearman"
+    assert reference["Run"] == "Baseline (reference)" and reference["Spearman [95% CI]"] == "0.000 spearman"
     row = next(r for r in shown["table"] if r["id"] == jobs[0])
     assert (row["task"], row["score"]) == ("regression", pytest.approx(lora["score"]))
 

@@ -265,7 +265,7 @@ def test_runs_table_shows_eta_only_while_running() -> None:
     frame = tables.runs_table(jobs)
     assert frame["Progress"].tolist() == ["46%", "100%"]
     assert frame["ETA"].tolist() == ["1h 01m", ""]
-    assert frame["Accuracy"].tolist() == ["–", "0.912"]
+    assert frame["Score"].tolist() == ["–", "0.912"]
 
 
 @pytest.mark.parametrize("host", ["127.0.0.1", "localhost", "::1", "127.0.0.2"])
@@ -359,7 +359,7 @@ def test_compare_table_ends_with_the_majority_class_and_marks_runs_that_did_not_
     assert (reference["Accuracy [95% CI]"], reference["Macro-F1"]) == ("0.600", "0.375")
     runs = tables.runs_table([{**COMPARE["table"][1], "status": "succeeded", "progress": 1.0,
                                "accuracy": 0.6, "learning_flag": "did not learn: ..."}])  # fmt: skip
-    assert runs["Accuracy"].tolist() == ["0.600 ⚠ did not learn"]
+    assert runs["Score"].tolist() == ["0.600 ⚠ did not learn"]
 
 
 def test_lr_search_chart_marks_the_choice_in_numeric_order() -> None:

@@ -50,7 +50,7 @@ class _Handlers:
             + pooled_html(result),
             charts.compare_loss(result),
             charts.compare_eval(result),
-            "<b>Accuracy vs trainable parameters</b>" + compare_scatter_svg(result),
+            "<b>Score (primary metric) vs trainable parameters</b>" + compare_scatter_svg(result),
             f1,
             tables.confusion_html(result),
             tables.to_html(
@@ -99,11 +99,16 @@ def _plots() -> list[Any]:
     with gr.Row():
         loss = charts.plot(gr.LinePlot, "step", "loss", "Training loss", color="run")
         evals = charts.plot(
-            gr.LinePlot, "epoch", "accuracy", "Evaluation accuracy per epoch", color="run", score=True
+            gr.LinePlot,
+            "epoch",
+            "score",
+            "Evaluation score (primary metric) per epoch",
+            color="run",
+            score=True,
         )
     with gr.Row():
         # SVG, as the Sweeps page's Pareto chart: the native plots draw no error bars
-        scatter = gr.HTML(label="Accuracy vs trainable parameters", elem_id="compare-scatter")
+        scatter = gr.HTML(label="Score vs trainable parameters", elem_id="compare-scatter")
         f1 = charts.plot(
             gr.BarPlot,
             "bar",
