@@ -152,7 +152,7 @@ def pareto_svg(
         f'<div class="wb-caption"><span style="color:{COLORS["best"]}">●</span> best run · '
         f'<span style="color:{COLORS["front"]}">●</span> on the Pareto front · '
         f'<span style="color:{COLORS["other"]}">●</span> dominated; a vertical bar: the 95% interval '
-        "of the run's accuracy; dashed, for runs that differ only in seed (one point at their "
+        "of the run's score; dashed, for runs that differ only in seed (one point at their "
         f"mean): ± one standard deviation over the seeds.{hint}</div>"
     )
     return "".join(parts) + legend

@@ -305,7 +305,7 @@ def confusion_html(compare: dict[str, Any]) -> str:
         if cm
     ]
     if not parts:
-        return "<p>No confusion matrices yet: only finished runs have one.</p>"
+        return "<p>No confusion matrices: only finished runs of a label per text have one.</p>"
     return f'<div class="wb-confusions">{"".join(parts)}</div>'
 
 
