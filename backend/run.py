@@ -46,6 +46,7 @@ def run_training(
     cb = callback or Callback()
     validate(cfg)
     data = with_holdout(load_data(cfg), cfg.seed)
+    registry.get(cfg.method).check_task(data.task)  # the task "auto" read from the data
     for warning in data.warnings:
         cb.on_log(f"warning: {warning}")
     if data.holdout is not None:

@@ -54,6 +54,8 @@ class CatalogueApi(WorkbenchState):
                 "probes_layers": s.probes_layers,
                 "default": s.key == registry.DEFAULT,  # what a form starts with
                 "fields": _field_info(s.config_cls),
+                # the tasks it cannot train, each with why (``MethodSpec.refuses_task``)
+                "refused_tasks": {t.key: why for t in tasks.all_tasks() if (why := s.task_refusal(t))},
             }
             for s in registry.all_methods()
         ]

@@ -174,6 +174,7 @@ class MethodInfo(TypedDict):
     probes_layers: bool  # trains heads on cached layer features (the Probing tab)
     default: bool  # the method a form starts with
     fields: list[FieldInfo]
+    refused_tasks: dict[str, str]  # task key -> why this method cannot train it
 
 
 class ParameterCount(TypedDict):

@@ -22,6 +22,7 @@ from backend.knobs import knob as knob
 from backend.knobs import range_text as range_text
 from backend.knobs import unknown_settings as unknown_settings
 from backend.knobs import value_type as value_type
+from backend.tasks.base import Task
 
 
 class MethodConfig:
@@ -100,6 +101,9 @@ class MethodSpec:
     gradient_checkpointing: bool = True
     # Why it cannot train a given base model (None: it can), asked before any weights load.
     refuses: Callable[[ModelInfo], str | None] | None = None
+    # Why it cannot train a given task (None: it can): where methods and tasks meet. Asked when a
+    # run names its task and again once "auto" has read the data; the catalogue lists the reasons.
+    refuses_task: Callable[[Task], str | None] | None = None
 
     def padding_side(self, info: ModelInfo) -> str | None:
         """The side its tokenizer must pad on for ``info`` (None: as the tokenizer ships)."""
@@ -110,6 +114,17 @@ class MethodSpec:
         reason = self.refuses(info) if self.refuses is not None else None
         if reason:
             raise ConfigError(reason)
+
+    def task_refusal(self, task: Task) -> str | None:
+        """Why this method cannot train ``task``, in a sentence; None when it can."""
+        reason = self.refuses_task(task) if self.refuses_task is not None else None
+        return f"{self.label} cannot train {task.label.lower()}: {reason}" if reason else None
+
+    def check_task(self, task: Task) -> None:
+        """Raise a ConfigError that says why, when this method cannot train ``task``."""
+        reason = self.task_refusal(task)
+        if reason:
+            raise ConfigError(f"{reason}; choose another method")
 
     @property
     def probes_layers(self) -> bool:

@@ -83,4 +83,9 @@ SPEC = MethodSpec(
     cli_flags=("layer",),
     # --layer all: one probe per layer (--layer auto comes from the knob's value words)
     cli_words={"layer": {"all": {"sweep_layers": True}}},
+    refuses_task=lambda task: (
+        None
+        if task.feature_head
+        else "it trains a head on frozen features, and this task's outputs come from no such head"
+    ),
 )

@@ -107,6 +107,10 @@ class Task(ABC):
     # first sub-word and trains its head on words (``backend.probing``)
     per_word: ClassVar[bool] = False
     auto_class: ClassVar[str] = "AutoModelForSequenceClassification"  # the head's transformers class
+    # its outputs come from a head over the encoder's features (pooled, or per word), which a
+    # probe can train on frozen, cached features; a task scored on the language model's own head
+    # (generation) has none, and the probe refuses it
+    feature_head: ClassVar[bool] = True
     # the model card's last lines after ``out = model(**enc)``: what the output means
     card_output: ClassVar[str]
 

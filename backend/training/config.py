@@ -79,8 +79,9 @@ class TrainConfig:
     task: str = knob(
         tasks.AUTO,
         "Task",
-        "What the model learns to output. auto: token classification for a list of tags per row "
-        f"(JSONL lists, CoNLL, CoNLL-U), regression for a label column of numbers with at least "
+        "What the model learns to output. auto: token classification for a list of words and tags per "
+        "row (JSONL lists, CoNLL, CoNLL-U), multi-label for label sets (a list per row, names joined by "
+        "; | or ,, one 0/1 column per label), regression for a label column of numbers with at least "
         f"{tasks.MANY_VALUES} distinct values and some not whole, else classification; choose one "
         "to override (a 1-5 star column is classes unless you say regression).",
         choices=(tasks.AUTO, *tasks.keys()),
@@ -229,6 +230,8 @@ def validate(cfg: TrainConfig) -> None:
     spec = registry.get(cfg.method)
     cfg.method_settings()
     check_task_settings(cfg.task, cfg.task_config)
+    if cfg.task not in (tasks.AUTO, None, ""):  # "auto": asked again once the data says the task
+        spec.check_task(tasks.get(cfg.task))
     cfg.epochs = parse_auto("epochs", cfg.epochs, int)
     cfg.lr = parse_auto("learning rate", cfg.lr, float)
     check_range(cfg)

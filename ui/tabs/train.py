@@ -59,6 +59,21 @@ class _Handlers:
             return [*self.forms.visibility(m["key"]), text, *kept, gr.skip()]
         return [*self.forms.visibility(m["key"]), text, m["default_epochs"], m["default_lr"], None]
 
+    def refusal(self, label: str, task: str | None, dataset_id: int | None) -> str:
+        """Why the chosen method cannot train the chosen task (for "auto": the dataset's), where
+        it cannot (``refused_tasks``): said before launch, which it would refuse; "" otherwise."""
+        m = self.endpoints.method(label)
+        if not m["refused_tasks"]:
+            return ""
+        key = task
+        if key in (None, "", "auto") and dataset_id:
+            try:
+                key = self.endpoints.api.dataset_task(int(dataset_id))
+            except Exception:  # noqa: BLE001 - the dataset went meanwhile: nothing to say yet
+                return ""
+        why = m["refused_tasks"].get(key or "")
+        return f"⚠ {why}: launching it would be refused; choose another method." if why else ""
+
     def use_run(self, job_id: int | None, label: str) -> list[Any]:
         """Every control set from job ``job_id``'s settings; the request is then cleared."""
         # use, origin, keep, dataset, eval dataset, method, the settings, the message
@@ -182,6 +197,7 @@ def build_train_tab(
         name = gr.Textbox(label="Run name (optional)", placeholder="e.g. lora-r16-sst2")
     method = gr.Radio(label="Method", choices=[m["label"] for m in methods], value=first["label"])
     description = gr.Markdown(f"*{first['description']}* (library: {first['library']})")
+    refusal = gr.Markdown(elem_id="method-refusal")
     forms = build_method_forms(methods, first["key"])
     params = gr.Markdown(elem_id="trainable-params")
     common = common_settings(endpoints, first)
@@ -201,6 +217,8 @@ def build_train_tab(
         h.parameters, count_inputs, [params], **quiet
     )
     wire_changes(forms, h.parameters, count_inputs, [params])
+    for trigger in (method.change, common.task.change, dataset.change):  # the method meets the task
+        trigger(h.refusal, [method, common.task, dataset], [refusal], **quiet)
     for trigger in (common.model.change, dataset.change, demo.load):
         trigger(h.parameters, count_inputs, [params], **quiet)
     wire_model_facts(endpoints, demo, forms, common, method, dataset)
