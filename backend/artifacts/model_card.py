@@ -151,7 +151,8 @@ def render_model_card(manifest: dict[str, Any], cfg: TrainConfig, summary: dict[
             "(NF4 + double quantization for 4-bit; the head kept out via `llm_int8_skip_modules`)."
         )
     own = manifest.get("task_config") or {}  # the task's own settings (the tag scheme...)
-    task_lines = f"- Task: {task.label}" + "".join(f", {k} {v}" for k, v in own.items()) + "\n"
+    given = {k: v for k, v in own.items() if v not in ("", None)}  # an empty setting says nothing
+    task_lines = f"- Task: {task.label}" + "".join(f", {k} {v}" for k, v in given.items()) + "\n"
     return f"""# {manifest["method"]} adapter for `{manifest["base_model"]}`
 
 Trained with the adaptation workbench. {task.card_outputs(manifest["label_names"])}

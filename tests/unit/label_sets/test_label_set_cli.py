@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 from pathlib import Path
 
@@ -36,6 +37,24 @@ def test_train_names_the_task_and_its_separator_and_prints_its_metrics_last(tmp_
     manifest = json.loads((out / "workbench.json").read_text())
     assert manifest["task_config"] == {"threshold": "0.4", "label_separator": "|", "label_columns": ""}
     assert manifest["label_names"] == list(LABELS)
+    assert (
+        "- Task: Multi-label classification, threshold 0.4, label_separator |\n"
+        in (out / "README.md").read_text()
+    )
+    check = json.loads((out / "check_predictions.json").read_text())
+    texts = tmp_path / "texts.csv"
+    texts.write_text("text\n" + "\n".join(check["texts"]) + "\n")
+    proc = cli("predict", "--artifact", str(out), "--data", str(texts), "--out", str(tmp_path / "p.csv"))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    rows = list(csv.DictReader((tmp_path / "p.csv").open()))
+    assert len(rows) == len(check["probs"]) > 0
+    for row, probs in zip(rows, check["probs"], strict=True):  # the reloaded run predicts what training did
+        assert json.loads(row["predicted_labels"]) == [
+            n for n, p in zip(LABELS, probs, strict=True) if p >= 0.4
+        ]
+        assert json.loads(row["probabilities"]) == pytest.approx(
+            dict(zip(LABELS, probs, strict=True)), abs=1e-5
+        )
 
 
 def bad_files(tmp: Path) -> dict[str, Path]:
