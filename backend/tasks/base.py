@@ -522,14 +522,20 @@ class Task(ABC):
         shown = " ".join(f"{name.replace('_', '-')} {metrics[name]:.4f}" for name in self.headline)
         return f"{shown} eval loss {metrics['eval_loss']:.4f}"
 
+    # where an evaluation's metrics keep the table per output ({name: {precision, recall, f1,
+    # support}}: per class, entity type, label), and whether the run's summary carries it too
+    per_output_key: ClassVar[str] = "per_class"
+    per_output_in_summary: ClassVar[bool] = False
+
     def per_output(self, metrics: dict[str, Any]) -> dict[str, dict[str, Any]]:
-        """The table per output of an evaluation's metrics ({name: {precision, recall, f1,
-        support}}): Compare's per-class F1 chart and the report read it. Per class by default."""
-        return metrics.get("per_class") or {}
+        """The table per output of an evaluation's metrics: Compare's per-class F1 chart and the
+        report read it."""
+        return metrics.get(self.per_output_key) or {}
 
     def headline_of(self, metrics: dict[str, Any]) -> dict[str, Any]:
-        """The summary's keys from the best evaluation's metrics."""
-        return {name: metrics.get(name) for name in self.headline}
+        """The summary's keys from the best evaluation's metrics (and the table per output)."""
+        tables = (self.per_output_key,) if self.per_output_in_summary else ()
+        return {name: metrics.get(name) for name in (*self.headline, *tables)}
 
 
 def chart(title: str, x: str, y: str, counts: dict[str, int]) -> dict[str, Any]:

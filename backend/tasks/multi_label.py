@@ -90,6 +90,7 @@ class MultiLabel(Task):
     settings_cls = LabelSetSettings
     settings = LabelSetSettings()
     view_kind = "labels"
+    per_output_key, per_output_in_summary = "per_label", True
     predicts = "a set of labels per text"
     cells = "a set of labels per text"
     card_output = ""  # ``card_predict``: sigmoid, then the run's threshold
@@ -334,12 +335,6 @@ class MultiLabel(Task):
         shown = ", ".join(baseline["label_set"]) or "no label"
         score = baseline["score"]
         return f"the baseline (micro-F1 {score:.3f} by always answering the most frequent label set: {shown})"
-
-    def per_output(self, metrics: dict[str, Any]) -> dict[str, dict[str, Any]]:
-        return metrics.get("per_label") or {}
-
-    def headline_of(self, metrics: dict[str, Any]) -> dict[str, Any]:
-        return {**super().headline_of(metrics), "per_label": metrics.get("per_label")}
 
     def epoch_text(self, metrics: dict[str, Any]) -> str:
         return (

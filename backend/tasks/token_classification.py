@@ -238,6 +238,7 @@ class TokenClassification(Task):
         return [{**item, "words": row.split(" ")} for item, row in zip(items, rows, strict=True)]
 
     view_kind = "tags"
+    per_output_key, per_output_in_summary = "per_entity", True  # per entity type (per tag, for POS)
     predicts = "a tag per word"
 
     def error_rows(
@@ -452,14 +453,6 @@ class TokenClassification(Task):
 
     def card_outputs(self, label_names: list[str]) -> str:
         return f"Tags per word: {', '.join(label_names)}."
-
-    def per_output(self, metrics: dict[str, Any]) -> dict[str, dict[str, Any]]:
-        """Per entity type (per tag for tags without entities)."""
-        return metrics.get("per_entity") or {}
-
-    def headline_of(self, metrics: dict[str, Any]) -> dict[str, Any]:
-        """The headline metrics and the per-type table (per tag, for part of speech)."""
-        return {**super().headline_of(metrics), "per_entity": metrics.get("per_entity")}
 
     def epoch_text(self, metrics: dict[str, Any]) -> str:
         shown = " ".join(

@@ -19,6 +19,7 @@ from backend.data.read import read_table
 from backend.errors import DataError
 from backend.knobs import knob
 from backend.tasks import registry
+from tests.registered_task import registered
 
 LABELS = type(registry.get("classification"))
 
@@ -49,10 +50,8 @@ class FromFlags(LABELS):  # type: ignore[misc, valid-type]
 
 @pytest.fixture
 def from_flags() -> Iterator[FromFlags]:
-    task = FromFlags()
-    registry.register(task)
-    yield task
-    registry._TASKS.remove(task)  # the registry as it was for every other test
+    with registered(FromFlags()) as task:
+        yield task
 
 
 def write(path: Path, flags: tuple[str, str]) -> Path:

@@ -21,6 +21,7 @@ from backend.settings import Settings
 from backend.tasks import registry as tasks
 from backend.training.config import TrainConfig, validate
 from service.api import Workbench
+from tests.registered_task import registered
 from ui.endpoints import Endpoints
 
 REASON = "Probing cannot train no head (test): it trains a head on frozen features"
@@ -34,10 +35,8 @@ class NoHead(type(tasks.get("classification"))):  # type: ignore[misc]
 
 @pytest.fixture
 def no_head() -> Iterator[Any]:
-    task = NoHead()
-    tasks.register(task)
-    yield task
-    tasks._TASKS.remove(task)  # the registry as it was for every other test
+    with registered(NoHead()) as task:
+        yield task
 
 
 def test_a_run_naming_a_task_its_method_cannot_train_is_refused(no_head: Any, tiny_csv: Path) -> None:
