@@ -15,16 +15,14 @@ bench/MULTILABEL.md is written from that file.
 
 from __future__ import annotations
 
-import argparse
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from bench.runs_file import fmt, read_runs, run_pending  # noqa: E402
+from bench.runs_file import Bench, bench_main, fmt, read_runs  # noqa: E402
 from bench.tasks import COMMIT, METHODS, SHARED  # noqa: E402
 
 RUNS = ROOT / "bench" / "multilabel_runs.jsonl"
@@ -119,23 +117,8 @@ def report() -> str:
 
 
 def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--only", help="comma-separated method keys")
-    p.add_argument("--seeds", default="0")
-    p.add_argument("--rows", type=int, default=3000)
-    p.add_argument("--report", action="store_true", help="only rewrite bench/MULTILABEL.md")
-    args = p.parse_args()
-    if not DATA.is_dir():
-        print(f"skipped: {DATA} is absent", file=sys.stderr)
-        return 0
-    if args.report:
-        REPORT.write_text(report())
-        return 0
-    folder = Path(tempfile.mkdtemp(prefix="bench-multilabel-"))
-    methods = args.only.split(",") if args.only else METHODS
-    wanted = [(m, seed) for seed in map(int, args.seeds.split(",")) for m in methods]
-    run_pending(RUNS, REPORT, report, wanted, args.rows, lambda m, seed: run_one(m, seed, args.rows, folder))
-    return 0
+    bench = Bench(__doc__ or "", DATA, RUNS, REPORT, report, METHODS, 3000, "bench-multilabel-")
+    return bench_main(bench, run_one)
 
 
 if __name__ == "__main__":

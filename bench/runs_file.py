@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import statistics
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -46,3 +47,51 @@ def run_pending(
         report.write_text(render())
     report.write_text(render())
     print(report.read_text())
+
+
+@dataclass(frozen=True)
+class Bench:
+    """What a task benchmark's command line runs: its data folder, runs file, report and the
+    methods (or variants) it runs by default."""
+
+    doc: str  # the script's docstring: its first line is the --help description
+    data: Path
+    runs: Path
+    report: Path
+    render: Callable[[], str]
+    methods: list[str]
+    rows: int
+    prefix: str  # of the temporary folder its runs write to
+
+
+def bench_main(bench: Bench, run_one: Callable[[str, int, int, Path], dict[str, Any]]) -> int:
+    """``--only``, ``--seeds``, ``--rows`` and ``--report``; skips, saying so, without the data;
+    ``run_one(method, seed, rows, folder)`` for each pending run."""
+    import argparse
+    import sys
+    import tempfile
+
+    p = argparse.ArgumentParser(description=bench.doc.splitlines()[0])
+    p.add_argument("--only", help="comma-separated method keys (or the variants the report names)")
+    p.add_argument("--seeds", default="0")
+    p.add_argument("--rows", type=int, default=bench.rows)
+    p.add_argument("--report", action="store_true", help=f"only rewrite bench/{bench.report.name}")
+    args = p.parse_args()
+    if not bench.data.is_dir():
+        print(f"skipped: {bench.data} is absent", file=sys.stderr)
+        return 0
+    if args.report:
+        bench.report.write_text(bench.render())
+        return 0
+    folder = Path(tempfile.mkdtemp(prefix=bench.prefix))
+    methods = args.only.split(",") if args.only else bench.methods
+    wanted = [(m, seed) for seed in map(int, args.seeds.split(",")) for m in methods]
+    run_pending(
+        bench.runs,
+        bench.report,
+        bench.render,
+        wanted,
+        args.rows,
+        lambda m, seed: run_one(m, seed, args.rows, folder),
+    )
+    return 0

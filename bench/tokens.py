@@ -17,17 +17,15 @@ written from that file (bench/TASKS.md includes it).
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from bench.runs_file import fmt, read_runs, run_pending  # noqa: E402
+from bench.runs_file import Bench, bench_main, fmt, read_runs  # noqa: E402
 from bench.tasks import COMMIT, METHODS, SHARED  # noqa: E402
 
 RUNS = ROOT / "bench" / "tokens_runs.jsonl"
@@ -182,23 +180,9 @@ def report() -> str:
 
 
 def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--only", help="comma-separated method keys (or 'probe all layers', 'speed', ...)")
-    p.add_argument("--seeds", default="0")
-    p.add_argument("--rows", type=int, default=1000)
-    p.add_argument("--report", action="store_true", help="only rewrite bench/TOKENS.md")
-    args = p.parse_args()
-    if not (SHARED / "wnut17").is_dir():
-        print(f"skipped: {SHARED / 'wnut17'} is absent", file=sys.stderr)
-        return 0
-    if args.report:
-        REPORT.write_text(report())
-        return 0
-    folder = Path(tempfile.mkdtemp(prefix="bench-tokens-"))
-    methods = args.only.split(",") if args.only else [*METHODS, SWEEP, POS_SWEEP, SPEED]
-    wanted = [(m, seed) for seed in map(int, args.seeds.split(",")) for m in methods]
-    run_pending(RUNS, REPORT, report, wanted, args.rows, lambda m, seed: run_one(m, seed, args.rows, folder))
-    return 0
+    methods = [*METHODS, SWEEP, POS_SWEEP, SPEED]
+    bench = Bench(__doc__ or "", SHARED / "wnut17", RUNS, REPORT, report, methods, 1000, "bench-tokens-")
+    return bench_main(bench, run_one)
 
 
 if __name__ == "__main__":
