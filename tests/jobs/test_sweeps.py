@@ -45,6 +45,7 @@ def check_pareto(trials: list[dict[str, Any]]) -> None:
             assert trial["pareto_by"][cost] == (not dominated(trial, trials, (cost,))), (cost, trial)
 
 
+@pytest.mark.engines("sqlite")  # a flow through the CLI: the engines' differences are tested elsewhere
 def test_a_grid_through_the_cli_runs_every_point_and_reports_the_front(
     settings: Settings, data_dir: Path
 ) -> None:

@@ -22,8 +22,8 @@ def test_train_names_the_task_and_its_separator_and_prints_its_metrics_last(tmp_
     data = write_joined(tmp_path / "sets.csv", label_sets(100, 1), sep="|")
     out = tmp_path / "run"
     proc = cli("train", "--data", str(data), "--model", TINY_BERT, "--method", "lora", "--epochs", "1",
-               "--max-length", "16", "--task", "multi-label", "--label-separator", "|", "--threshold", "0.4",
-               "--out", str(out))  # fmt: skip
+               "--lr", "0.003", "--max-length", "16", "--task", "multi-label", "--label-separator", "|",
+               "--threshold", "0.4", "--out", str(out))  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-2000:]
     summary = json.loads(proc.stdout.strip().splitlines()[-1])
     assert summary.keys() >= LAST_LINE
