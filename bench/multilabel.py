@@ -68,6 +68,8 @@ def method_row(method: str, cells: list[dict[str, Any]]) -> str:
     rates = ", ".join(format(c["lr"], "g") for c in cells)
     epochs = ", ".join(f"{c['epochs_run']}/{c['epochs']}" for c in cells)
     per_epoch = f"{cells[0]['seconds_per_epoch']:.1f}"
+    if cells[0].get("paused_seconds"):  # the bench was stopped mid-run: wall time, not speed
+        per_epoch = f"– (the bench was paused {cells[0]['paused_seconds'] / 60:.0f} min inside this run)"
     commits = ", ".join(sorted({c["commit"] for c in cells}))
     return (
         f"| {method}{flag} | {f1} | {others} | {thresholds} | {rates} | {epochs} | {per_epoch} "
